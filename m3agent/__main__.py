@@ -1,0 +1,5 @@
+import sys
+
+from m3agent.cli import main
+
+sys.exit(main())

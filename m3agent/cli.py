@@ -1,0 +1,177 @@
+"""The ``m3agent`` command line.
+
+Every command takes ``--config FILE`` and repeated ``--set key.path=value`` overrides. A missing,
+corrupt or foreign memory DB is reported in one line with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from m3agent.config import Config, ConfigError, EmbedderConfig, load_config
+
+EXIT_USAGE = 2
+
+
+def _embedder_factory(config: Config):
+    """Build the embedder a DB was written with (recorded in its meta), else the configured one."""
+
+    def factory(meta: dict[str, str]):
+        from m3agent.models.embed.base import build_embedder
+
+        cfg = config.embedder
+        recorded = meta.get("embedder")
+        if recorded and meta.get("embedder_backend") and cfg == EmbedderConfig():
+            model = recorded.removeprefix("hashing-") if meta["embedder_backend"] == "hashing" else recorded
+            cfg = EmbedderConfig(backend=meta["embedder_backend"], model=model, device=cfg.device,
+                                 batch_size=cfg.batch_size)
+        return build_embedder(cfg)
+
+    return factory
+
+
+def _open(args, config: Config, *, create: bool = False, readonly: bool = False):
+    from m3agent.memory import MemoryGraph
+
+    return MemoryGraph.open(args.db, config.memory, embedder_factory=_embedder_factory(config),
+                            create=create, readonly=readonly)
+
+
+def _print_json(data) -> None:
+    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def cmd_inspect(args, config: Config) -> int:
+    from m3agent.memory.export import inspect_db
+
+    with _open(args, config, readonly=True) as graph:
+        info = inspect_db(graph)
+        if args.check:
+            info["integrity"] = graph.store.integrity_check() or "ok"
+    if args.json:
+        _print_json(info)
+        return 0 if info.get("integrity", "ok") == "ok" else 1
+    print(f"{info['path']}  schema {info['schema']}  {info['bytes'] / 1e6:.1f} MB  embedder {info['embedder']}")
+    nodes = info["nodes"]
+    print("nodes: " + ", ".join(f"{k} {v}" for k, v in nodes.items()) + f"; edges {info['edges']}")
+    for v in info["videos"]:
+        print(f"  video {v['id']} {v['name']!r}: {v['clips']} clips (last {v['last_clip']}), "
+              f"{v['characters']} characters, {v['names']} named")
+    if args.check:
+        print(f"integrity: {info['integrity']}")
+    return 0 if info.get("integrity", "ok") == "ok" else 1
+
+
+def cmd_search(args, config: Config) -> int:
+    with _open(args, config) as graph:
+        result = graph.search(args.query, video=args.video, all_videos=args.all_videos, top_k=args.top_k,
+                              threshold=args.threshold, before_clip=args.before_clip)
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    if result.empty:
+        print("no memory matches this query")
+    for clip in result.clips:
+        where = f"{clip.video} " if args.all_videos else ""
+        print(f"[{where}clip {clip.id} {clip.start:.0f}-{clip.end:.0f}s score {clip.score:.3f}]")
+        for line in clip.lines:
+            print(f"  {line}")
+    return 0
+
+
+def cmd_export(args, config: Config) -> int:
+    with _open(args, config, readonly=True) as graph:
+        _print_json(graph.export(args.video))
+    return 0
+
+
+def cmd_import_m3(args, config: Config) -> int:
+    from m3agent.memory.m3_import import import_m3_graph, load_m3_pickle
+
+    source = load_m3_pickle(args.pickle)
+    name = args.video or os.path.splitext(os.path.basename(args.pickle))[0]
+    with _open(args, config, create=True) as graph:
+        stats = import_m3_graph(source, graph, name, clip_seconds=args.clip_seconds)
+    _print_json(stats)
+    return 0
+
+
+def cmd_forget(args, config: Config) -> int:
+    with _open(args, config) as graph:
+        video = graph.resolve_video(args.video)
+        report = graph.forget(video.id, args.character)
+    _print_json(report)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="m3agent", description="Long-term memory of long videos.")
+    parser.add_argument("--config", help="TOML config file")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value, e.g. memory.search.top_k=3 (repeatable)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("inspect", help="summary of a memory DB")
+    p.add_argument("db")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--check", action="store_true", help="also run SQLite's full integrity check")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("search", help="M3-Agent memory search")
+    p.add_argument("db")
+    p.add_argument("query")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--threshold", type=float, default=None)
+    p.add_argument("--before-clip", type=int, default=None, help="see only clips 0..N (inclusive)")
+    p.add_argument("--video", default=None, help="video name or id (default: the only one)")
+    p.add_argument("--all-videos", action="store_true", help="search every video in the DB")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("export", help="one video's memory graph as JSON")
+    p.add_argument("db")
+    p.add_argument("--video", default=None)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import-m3", help="import an M3-Agent VideoGraph pickle")
+    p.add_argument("pickle")
+    p.add_argument("db")
+    p.add_argument("--video", default=None, help="name for the imported video (default: file name)")
+    p.add_argument("--clip-seconds", type=float, default=30.0)
+    p.set_defaults(func=cmd_import_m3)
+
+    p = sub.add_parser("forget", help="remove a character and everything only about it")
+    p.add_argument("db")
+    p.add_argument("character", help="character_k or <character_k>")
+    p.add_argument("--video", default=None)
+    p.set_defaults(func=cmd_forget)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import pickle
+
+    from m3agent.memory.errors import MemoryStoreError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        config = load_config(args.config, os.environ, args.overrides)
+        return int(args.func(args, config) or 0)
+    except (MemoryStoreError, ConfigError, pickle.UnpicklingError, FileNotFoundError) as exc:
+        print(f"m3agent {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""One typed configuration tree, built from defaults, a TOML file, the environment and CLI overrides.
+
+Nothing is read at import time: call :func:`load_config` where the program starts and pass the
+result down. Overrides are dotted paths, as in ``memory.search.top_k=3``; environment variables use
+``M3AGENT__`` and double underscores (``M3AGENT__MEMORY__SEARCH__TOP_K=3``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "M3AGENT__"
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    """Text embedder. ``model`` empty means the bundled all-MiniLM-L6-v2 package."""
+
+    backend: str = "sentence-transformers"
+    model: str = ""
+    device: str = "cpu"
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Vector index. ``auto`` searches exactly below ``ann_threshold`` text nodes and uses IVF above."""
+
+    backend: str = "auto"
+    ann_threshold: int = 20_000
+    target_recall: float = 0.97
+    nprobe: int = 0  # 0 = calibrate at build time to reach target_recall
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """M3-Agent search semantics: clip-level top-k with a score threshold."""
+
+    top_k: int = 2
+    threshold: float = 0.5
+    line_top_k: int = 20  # lines returned for a "character id" query
+    max_query_variants: int = 100
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    face_snapshots: int = 10
+    voice_snapshots: int = 20
+    crops_per_face: int = 5
+    reinforce_cosine: float = 0.85
+    index: IndexConfig = field(default_factory=IndexConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+
+
+@dataclass(frozen=True)
+class Config:
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+
+
+class ConfigError(ValueError):
+    """A configuration key or value that does not fit the typed tree."""
+
+
+def _coerce(value: Any, annotation: Any, key: str) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            return None
+        annotation = args[0]
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{key}: expected a boolean, got {value!r}")
+    if annotation in (int, float, str):
+        try:
+            return annotation(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}") from exc
+    return value
+
+
+def _merge(obj: Any, data: Mapping[str, Any], prefix: str = "") -> Any:
+    hints = typing.get_type_hints(type(obj))
+    names = {f.name for f in dataclasses.fields(obj)}
+    changes: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        path = f"{prefix}{name}"
+        if name not in names:
+            raise ConfigError(f"unknown config key {path!r}")
+        current = getattr(obj, name)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{path}: expected a table of settings")
+            changes[name] = _merge(current, value, path + ".")
+        else:
+            changes[name] = _coerce(value, hints[name], path)
+    return dataclasses.replace(obj, **changes)
+
+
+def _nest(path: str, value: Any) -> dict[str, Any]:
+    parts = [p for p in path.split(".") if p]
+    if not parts:
+        raise ConfigError(f"empty config key in {path!r}")
+    out: dict[str, Any] = {parts[-1]: value}
+    for part in reversed(parts[:-1]):
+        out = {part: out}
+    return out
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """``"memory.search.top_k=3"`` -> ``{"memory": {"search": {"top_k": "3"}}}``."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise ConfigError(f"override must look like key.path=value, got {text!r}")
+    return _nest(key.strip(), value.strip())
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Iterable[str] = (),
+) -> Config:
+    """Defaults <- TOML file <- ``M3AGENT__*`` environment <- ``key=value`` overrides."""
+    config = Config()
+    if path is not None:
+        try:
+            with open(Path(path), "rb") as fh:
+                config = _merge(config, tomllib.load(fh))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    for key, value in sorted((env if env is not None else {}).items()):
+        if key.startswith(ENV_PREFIX):
+            dotted = key[len(ENV_PREFIX):].lower().replace("__", ".")
+            config = _merge(config, _nest(dotted, value))
+    for item in overrides:
+        config = _merge(config, parse_override(item))
+    return config
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)

@@ -1,0 +1,19 @@
+"""The memory graph: nodes, edges, characters, SQLite persistence and M3-Agent search."""
+
+from m3agent.memory.errors import (
+    CorruptDatabaseError,
+    DatabaseNotFoundError,
+    EmbedderMismatchError,
+    ForeignDatabaseError,
+    MemoryStoreError,
+    SchemaVersionError,
+    UnknownEntityError,
+)
+from m3agent.memory.graph import MemoryGraph
+from m3agent.memory.model import NodeKind
+from m3agent.memory.search import Episode, SearchResult
+
+__all__ = [
+    "CorruptDatabaseError", "DatabaseNotFoundError", "EmbedderMismatchError", "Episode", "ForeignDatabaseError",
+    "MemoryGraph", "MemoryStoreError", "NodeKind", "SchemaVersionError", "SearchResult", "UnknownEntityError",
+]

@@ -1,0 +1,155 @@
+"""Characters: face and voice nodes of one person, joined through ``Equivalence:`` lines.
+
+Each voice keeps only the face its equivalence lines vote for most (summed edge weight; ties go to
+the lower face id), then union-find over the kept equivalences gives the groups. A character is
+named after its smallest member id (``<character_5>`` contains node 5), so ids stay stable when
+other people are added, forgotten, or viewed as of an earlier clip.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from m3agent.memory.model import TAG_OF_KIND, NodeKind
+from m3agent.memory.tags import TAG_RE, is_equivalence, parse_tags, rewrite_tags, tag
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """One equivalence line: its entity ids and the weight of its edge to each."""
+
+    node_id: int
+    entities: tuple[int, ...]
+    weights: Mapping[int, float]
+
+
+@dataclass
+class CharacterMap:
+    members: dict[int, list[int]] = field(default_factory=dict)  # character number -> node ids
+    kinds: dict[int, NodeKind] = field(default_factory=dict)  # node id -> face/voice
+    _of: dict[int, int] = field(default_factory=dict)  # node id -> character number
+
+    def character_of(self, node_id: int) -> int | None:
+        return self._of.get(node_id)
+
+    def member_tags(self, character: int) -> list[str]:
+        return [tag(TAG_OF_KIND[self.kinds[n]], n) for n in self.members.get(character, [])]
+
+    def as_tags(self) -> dict[str, list[str]]:
+        """``{"character_5": ["face_5", "voice_9"], ...}`` as export shows it."""
+        return {f"character_{c}": [t.strip("<>") for t in self.member_tags(c)] for c in sorted(self.members)}
+
+    def translate(self, text: str) -> str:
+        """Rewrite ``<face_N>``/``<voice_N>`` to their ``<character_k>``; unknown tags stay."""
+
+        def sub(kind: str, number: int) -> str | None:
+            if kind == "character":
+                return None
+            character = self._of.get(number)
+            return None if character is None else tag("character", character)
+
+        return rewrite_tags(text, sub)
+
+    def expand(self, text: str, limit: int = 100) -> list[str]:
+        """Variants of ``text`` with each ``<character_k>`` replaced by each of its member tags."""
+        variants = [text]
+        for character in dict.fromkeys(n for k, n in parse_tags(text) if k == "character"):
+            options = self.member_tags(character)
+            if not options:
+                continue
+            pattern = re.compile(rf"<\s*character_{character}\s*>", re.IGNORECASE)
+            variants = [pattern.sub(option, v) for v in variants for option in options][: max(1, limit)]
+        return variants
+
+    def entity_ids(self, text: str) -> list[int]:
+        """Face/voice node ids a text names, directly or through ``<character_k>``."""
+        out: dict[int, None] = {}
+        for kind, number in parse_tags(text):
+            if kind == "character":
+                for member in self.members.get(number, []):
+                    out.setdefault(member, None)
+            elif number in self.kinds:
+                out.setdefault(number, None)
+        return list(out)
+
+
+def build_characters(entities: Mapping[int, NodeKind], equivalences: Iterable[Equivalence]) -> CharacterMap:
+    parent = {n: n for n in entities}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    votes: dict[int, dict[int, float]] = {}
+    for eq in equivalences:
+        ids = [e for e in eq.entities if e in entities]
+        faces = [e for e in ids if entities[e] is NodeKind.FACE]
+        voices = [e for e in ids if entities[e] is NodeKind.VOICE]
+        for group in (faces, voices):  # same-modality equivalences join directly
+            for other in group[1:]:
+                union(group[0], other)
+        for voice in voices:
+            for face in faces:
+                w = eq.weights.get(voice, 1.0)
+                votes.setdefault(voice, {}).setdefault(face, 0.0)
+                votes[voice][face] += w
+    for voice, tally in votes.items():
+        best = max(tally.items(), key=lambda kv: (kv[1], -kv[0]))
+        if best[1] > 0:
+            union(voice, best[0])
+
+    cmap = CharacterMap(kinds=dict(entities))
+    for node in sorted(entities):
+        root = find(node)
+        cmap.members.setdefault(root, []).append(node)
+        cmap._of[node] = root
+    return cmap
+
+
+_NAME_PATTERNS = [
+    re.compile(r"^\s*(?P<tag><[a-z]+_\d+>)\s*(?:'s|’s)\s+name\s+is\s+(?P<name>[^.,;!?<>]+)", re.IGNORECASE),
+    re.compile(r"^\s*the\s+name\s+of\s+(?P<tag><[a-z]+_\d+>)\s+is\s+(?P<name>[^.,;!?<>]+)", re.IGNORECASE),
+    re.compile(r"^\s*(?P<tag><[a-z]+_\d+>)\s+is\s+(?:named|called)\s+(?P<name>[^.,;!?<>]+)", re.IGNORECASE),
+]
+
+
+def name_statement(text: str) -> tuple[str, int, str] | None:
+    """``("face", 3, "Alice")`` for a line such as ``<face_3>'s name is Alice``, else None."""
+    for pattern in _NAME_PATTERNS:
+        m = pattern.match(text)
+        if m:
+            kind, number = parse_tags(m.group("tag"))[0]
+            name = m.group("name").strip().strip("\"'")
+            return (kind, number, name) if name else None
+    return None
+
+
+def character_names(cmap: CharacterMap, statements: Iterable[tuple[str, float]]) -> dict[int, str]:
+    """Most supported name per character from ``(line, weight)`` name statements."""
+    tally: dict[int, dict[str, float]] = {}
+    for text, weight in statements:
+        parsed = name_statement(text)
+        if parsed is None:
+            continue
+        kind, number, name = parsed
+        character = number if kind == "character" else cmap.character_of(number)
+        if character is None:
+            continue
+        tally.setdefault(character, {}).setdefault(name, 0.0)
+        tally[character][name] += weight
+    return {c: max(names.items(), key=lambda kv: (kv[1], kv[0]))[0] for c, names in tally.items()}
+
+
+__all__ = [
+    "CharacterMap", "Equivalence", "build_characters", "character_names", "name_statement",
+    "is_equivalence", "TAG_RE",
+]

@@ -1,0 +1,29 @@
+"""Errors of the memory store: each one names the file and what to do about it."""
+
+
+class MemoryStoreError(Exception):
+    """Base class: the memory DB cannot be used as asked."""
+
+
+class DatabaseNotFoundError(MemoryStoreError):
+    pass
+
+
+class CorruptDatabaseError(MemoryStoreError):
+    pass
+
+
+class ForeignDatabaseError(MemoryStoreError):
+    """A valid SQLite file that was not written by m3agent."""
+
+
+class SchemaVersionError(MemoryStoreError):
+    pass
+
+
+class EmbedderMismatchError(MemoryStoreError):
+    """Vectors in the DB come from another embedder than the one configured."""
+
+
+class UnknownEntityError(MemoryStoreError, KeyError):
+    pass

@@ -1,0 +1,57 @@
+"""JSON views of a memory DB: ``export`` (one video, every node) and ``inspect`` (a summary)."""
+
+from __future__ import annotations
+
+import os
+
+from m3agent.memory.model import TAG_OF_KIND, NodeKind, Video
+from m3agent.memory.store import SCHEMA_VERSION
+
+
+def export_video(graph, video: Video) -> dict:
+    store = graph.store
+    sightings = store.sightings(video.id)
+    segments = store.voice_segments(video.id)
+    nodes: list[dict] = []
+    for node_id, _, kind, weight in store.entity_rows(video.id):
+        entry = {"id": node_id, "kind": kind.label, "tag": f"<{TAG_OF_KIND[kind]}_{node_id}>",
+                 "clips": sightings.get(node_id, []), "text": None, "entities": [], "weight": weight}
+        if kind is NodeKind.VOICE:
+            entry["segments"] = [
+                {"clip": s.clip, "start": s.start, "end": s.end, "text": s.text} for s in segments.get(node_id, [])
+            ]
+        nodes.append(entry)
+    for node in store.text_nodes(video.id):
+        nodes.append({"id": node.id, "kind": node.kind.label, "clip": node.clip, "text": node.text,
+                      "entities": node.entities, "weight": node.weight,
+                      "valid_from": node.clip if node.valid_from is None else node.valid_from,
+                      "invalidated_by": node.invalidated_by})
+    nodes.sort(key=lambda n: n["id"])
+    cmap = graph.characters(video.id)
+    names = graph.names(video.id)
+    return {
+        "schema": SCHEMA_VERSION,
+        "video": {"name": video.name, "path": video.path, "duration": video.duration,
+                  "clip_seconds": video.clip_seconds},
+        "clips": [{"id": c.id, "start": c.start, "end": c.end} for c in store.clips(video.id)],
+        "nodes": nodes,
+        "characters": cmap.as_tags(),
+        "names": {f"character_{c}": name for c, name in sorted(names.items())},
+    }
+
+
+def inspect_db(graph) -> dict:
+    store = graph.store
+    meta = store.meta()
+    size = sum(os.path.getsize(p) for p in graph.db_files())
+    videos = []
+    for video in graph.videos():
+        clips = store.clips(video.id)
+        cmap = graph.characters(video.id)
+        videos.append({"id": video.id, "name": video.name, "path": video.path, "duration": video.duration,
+                       "clip_seconds": video.clip_seconds, "clips": len(clips),
+                       "last_clip": clips[-1].id if clips else None,
+                       "characters": len(cmap.members), "names": len(graph.names(video.id))})
+    return {"path": str(store.path), "schema": int(meta.get("schema", SCHEMA_VERSION)),
+            "embedder": meta.get("embedder"), "dim": int(meta["dim"]) if "dim" in meta else None,
+            "bytes": size, **store.counts(), "videos": videos}

@@ -1,0 +1,141 @@
+"""M3-Agent memory search over the graph.
+
+Rules (DESIGN.md section 3): ``<character_k>`` in a query expands to each of its face/voice tags
+(one query variant per combination, score = best variant); a query naming entities searches only
+the lines linked to them; each clip scores as its best line; the top-k clips at or above the
+threshold that the episode has not seen yet come back whole, tags translated to characters and
+``Equivalence:`` lines left out; ``before_clip`` hides everything after that clip (inclusive
+cut-off, as M3-Agent); a query asking for a character id returns the best individual lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from m3agent.memory.characters import CharacterMap
+from m3agent.memory.graph import MemoryGraph, _visible
+from m3agent.memory.tags import is_equivalence
+
+CHARACTER_ID_QUERY = re.compile(r"\bcharacter[\s_-]*ids?\b", re.IGNORECASE)
+
+
+@dataclass
+class Episode:
+    """Clips already returned in one question's search rounds: they are never returned twice."""
+
+    seen: set[tuple[int, int]] = field(default_factory=set)
+
+
+@dataclass
+class ClipHit:
+    video_id: int
+    video: str
+    id: int
+    start: float
+    end: float
+    score: float
+    lines: list[str]
+
+    def to_dict(self, with_video: bool = False) -> dict:
+        out = {"id": self.id, "start": self.start, "end": self.end, "score": round(self.score, 4), "lines": self.lines}
+        if with_video:
+            out = {"video": self.video, **out}
+        return out
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str  # "clips" or "lines"
+    clips: list[ClipHit]
+    variants: int = 1
+
+    @property
+    def empty(self) -> bool:
+        return not self.clips
+
+    def to_dict(self) -> dict:
+        multi = len({c.video_id for c in self.clips}) > 1
+        return {"clips": [c.to_dict(with_video=multi) for c in self.clips]}
+
+
+def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = None, all_videos: bool = False,
+                  top_k: int | None = None, threshold: float | None = None, before_clip: int | None = None,
+                  episode: Episode | None = None) -> SearchResult:
+    cfg = graph.config.search
+    query = " ".join(str(query).split())
+    if all_videos:
+        scope = [v.id for v in graph.videos()]
+        cmap = graph.characters_all(before_clip)
+    else:
+        scope = [graph.resolve_video(video).id]
+        cmap = graph.characters(scope[0], before_clip)
+    names = {v.id: v.name for v in graph.videos()}
+    if not query:
+        return SearchResult(query, "clips", [])
+    variants = cmap.expand(query, cfg.max_query_variants)
+    entity_ids = cmap.entity_ids(query)
+    restrict = np.asarray(graph.store.texts_linked_to(entity_ids), np.int64) if entity_ids else None
+    queries = graph.embed_queries(variants)
+    vectors = graph.vectors
+
+    if CHARACTER_ID_QUERY.search(query):
+        k = top_k or cfg.line_top_k
+        hits = vectors.top_lines(queries, scope, before_clip, k, restrict)
+        return SearchResult(query, "lines", _line_groups(graph, hits, cmap, names), len(variants))
+
+    k = top_k or cfg.top_k
+    thr = cfg.threshold if threshold is None else threshold
+    seen = episode.seen if episode is not None else set()
+    want = max(8 * k, 32)
+    while True:
+        hits = vectors.top_lines(queries, scope, before_clip, want, restrict)
+        chosen: dict[tuple[int, int], float] = {}
+        below = False
+        for vid, clip, score in zip(hits.video_ids.tolist(), hits.clips.tolist(), hits.scores.tolist()):
+            if score < thr:
+                below = True
+                break
+            key = (vid, clip)
+            if key in seen or key in chosen:
+                continue
+            chosen[key] = score
+            if len(chosen) == k:
+                break
+        if len(chosen) == k or below or hits.complete:
+            break
+        want *= 4
+    if episode is not None:
+        episode.seen.update(chosen)
+    clips = [_clip_hit(graph, vid, clip, score, cmap, names, before_clip) for (vid, clip), score in chosen.items()]
+    return SearchResult(query, "clips", clips, len(variants))
+
+
+def _clip_hit(graph, video_id, clip, score, cmap: CharacterMap, names, before_clip) -> ClipHit:
+    start, end = graph.store.clip_spans(video_id, [clip]).get(clip, (float("nan"), float("nan")))
+    lines = [
+        cmap.translate(n.text)
+        for n in graph.store.text_nodes(video_id, clips=[clip])
+        if not is_equivalence(n.text) and _visible(n, before_clip, graph._clip_of)
+    ]
+    return ClipHit(video_id, names.get(video_id, str(video_id)), clip, start, end, score, lines)
+
+
+def _line_groups(graph, hits, cmap: CharacterMap, names) -> list[ClipHit]:
+    """Best individual lines grouped by clip, clips in time order (M3-Agent's id lookup)."""
+    nodes = {n.id: n for n in graph.store.text_nodes(ids=hits.ids.tolist())}
+    groups: dict[tuple[int, int], ClipHit] = {}
+    for node_id, vid, clip, score in zip(hits.ids.tolist(), hits.video_ids.tolist(), hits.clips.tolist(),
+                                         hits.scores.tolist()):
+        node = nodes.get(node_id)
+        if node is None or is_equivalence(node.text):
+            continue
+        hit = groups.get((vid, clip))
+        if hit is None:
+            start, end = graph.store.clip_spans(vid, [clip]).get(clip, (float("nan"), float("nan")))
+            hit = groups[(vid, clip)] = ClipHit(vid, names.get(vid, str(vid)), clip, start, end, score, [])
+        hit.lines.append(cmap.translate(node.text))
+    return [groups[key] for key in sorted(groups)]

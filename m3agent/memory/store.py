@@ -1,0 +1,462 @@
+"""SQLite persistence of the memory graph: one file, WAL, a schema version, one transaction per clip.
+
+The store knows tables and rows, nothing about search. Vectors are float32 blobs; text vectors sit
+in their own table so that node scans never read them and pages pack tightly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from m3agent.memory.errors import (
+    CorruptDatabaseError,
+    DatabaseNotFoundError,
+    ForeignDatabaseError,
+    SchemaVersionError,
+)
+from m3agent.memory.model import Clip, NodeKind, TextNode, Video, VoiceSegment
+
+APP_ID = "m3agent"
+SCHEMA_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+PAGE_SIZE = 8192  # five 384-d float32 vectors per page: ~1.6 KiB per vector on disk
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE videos (
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, path TEXT, duration REAL,
+  clip_seconds REAL NOT NULL DEFAULT 30, meta TEXT);
+CREATE TABLE clips (
+  video_id INTEGER NOT NULL, clip INTEGER NOT NULL, start REAL NOT NULL, "end" REAL NOT NULL,
+  PRIMARY KEY (video_id, clip)) WITHOUT ROWID;
+CREATE TABLE nodes (
+  id INTEGER PRIMARY KEY, video_id INTEGER NOT NULL, kind INTEGER NOT NULL, clip INTEGER,
+  text TEXT, weight REAL NOT NULL DEFAULT 1, valid_from INTEGER, invalidated_by INTEGER, meta TEXT);
+CREATE INDEX nodes_by_video ON nodes (video_id, clip);
+CREATE TABLE edges (
+  text_id INTEGER NOT NULL, entity_id INTEGER NOT NULL, weight REAL NOT NULL,
+  PRIMARY KEY (text_id, entity_id)) WITHOUT ROWID;
+CREATE INDEX edges_by_entity ON edges (entity_id);
+CREATE TABLE vectors (node_id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+CREATE TABLE entity_embeddings (
+  node_id INTEGER NOT NULL, slot INTEGER NOT NULL, clip INTEGER, quality REAL, vec BLOB NOT NULL,
+  PRIMARY KEY (node_id, slot)) WITHOUT ROWID;
+CREATE TABLE crops (
+  node_id INTEGER NOT NULL, slot INTEGER NOT NULL, clip INTEGER, quality REAL, jpeg BLOB NOT NULL,
+  PRIMARY KEY (node_id, slot)) WITHOUT ROWID;
+CREATE TABLE sightings (
+  node_id INTEGER NOT NULL, clip INTEGER NOT NULL, PRIMARY KEY (node_id, clip)) WITHOUT ROWID;
+CREATE TABLE voice_segments (
+  node_id INTEGER NOT NULL, clip INTEGER NOT NULL, start REAL NOT NULL, "end" REAL NOT NULL,
+  text TEXT NOT NULL);
+CREATE INDEX voice_segments_by_node ON voice_segments (node_id);
+"""
+
+
+def vec_to_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def blob_to_vec(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def check_file(path: Path) -> None:
+    """Fail clearly, before SQLite does, on a missing, empty or non-SQLite file."""
+    if not path.exists():
+        raise DatabaseNotFoundError(f"memory DB not found: {path}")
+    if path.is_dir():
+        raise CorruptDatabaseError(f"{path} is a directory, not a memory DB")
+    with open(path, "rb") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
+    if head != SQLITE_MAGIC:
+        what = "empty" if not head else "not an SQLite database"
+        raise CorruptDatabaseError(f"{path} is {what}; it is not a usable m3agent memory DB")
+
+
+class SQLiteStore:
+    """Rows of one memory DB. Thread-safe for one writer and many readers (WAL)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, readonly: bool = False):
+        self.path = Path(path)
+        self.readonly = readonly
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        if fresh and (not create or readonly):
+            check_file(self.path)  # raises the right error
+        if not fresh:
+            check_file(self.path)
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            if readonly:
+                uri = f"file:{self.path.resolve()}?mode=ro"
+                self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA busy_timeout = 10000")
+            if fresh:
+                self._create_schema()
+            else:
+                if not readonly:
+                    self.conn.execute("PRAGMA journal_mode = WAL")
+                self._check_identity()
+            if not readonly:
+                self.conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise CorruptDatabaseError(f"{self.path}: {exc}") from exc
+
+    # ------------------------------------------------------------------ lifecycle
+    def _create_schema(self) -> None:
+        self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        with self.transaction():
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                self.conn.execute(statement)
+            self.conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("app", APP_ID), ("schema", str(SCHEMA_VERSION)), ("uuid", uuid.uuid4().hex)],
+            )
+
+    def _check_identity(self) -> None:
+        try:
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as exc:
+            raise CorruptDatabaseError(f"{self.path} is corrupt: {exc}") from exc
+        if "meta" not in tables:
+            raise ForeignDatabaseError(f"{self.path} is an SQLite file but not an m3agent memory DB")
+        meta = dict(self.conn.execute("SELECT key, value FROM meta"))
+        if meta.get("app") != APP_ID:
+            raise ForeignDatabaseError(f"{self.path} is an SQLite file but not an m3agent memory DB")
+        version = int(meta.get("schema", "0"))
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{self.path} has schema {version}; this m3agent reads up to {SCHEMA_VERSION}: upgrade m3agent"
+            )
+        if version < 1:
+            raise SchemaVersionError(f"{self.path} has an unknown schema version {version!r}")
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; nested uses join the outer one; errors roll back."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self.conn
+                finally:
+                    self._depth -= 1
+                return
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.conn.execute("COMMIT")
+            finally:
+                self._depth = 0
+
+    def integrity_check(self) -> list[str]:
+        rows = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
+        return [] if rows == ["ok"] else rows
+
+    def vacuum(self) -> None:
+        """Rewrite the file so deleted content is gone from it, then empty the WAL."""
+        with self._lock:
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # ------------------------------------------------------------------ meta
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta"))
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # ------------------------------------------------------------------ videos and clips
+    def upsert_video(
+        self, name: str, path: str | None, duration: float | None, clip_seconds: float, meta: dict | None = None
+    ) -> int:
+        with self.transaction() as c:
+            row = c.execute("SELECT id FROM videos WHERE name = ?", (name,)).fetchone()
+            if row:
+                c.execute(
+                    "UPDATE videos SET path = COALESCE(?, path), duration = COALESCE(?, duration),"
+                    " clip_seconds = ? WHERE id = ?",
+                    (path, duration, clip_seconds, row[0]),
+                )
+                return int(row[0])
+            cur = c.execute(
+                "INSERT INTO videos (name, path, duration, clip_seconds, meta) VALUES (?, ?, ?, ?, ?)",
+                (name, path, duration, clip_seconds, json.dumps(meta) if meta else None),
+            )
+            return int(cur.lastrowid)
+
+    def videos(self) -> list[Video]:
+        return [
+            Video(int(r[0]), r[1], r[2], r[3], float(r[4]))
+            for r in self.conn.execute("SELECT id, name, path, duration, clip_seconds FROM videos ORDER BY id")
+        ]
+
+    def clips(self, video_id: int) -> list[Clip]:
+        return [
+            Clip(video_id, int(r[0]), float(r[1]), float(r[2]))
+            for r in self.conn.execute(
+                'SELECT clip, start, "end" FROM clips WHERE video_id = ? ORDER BY clip', (video_id,)
+            )
+        ]
+
+    def clip_spans(self, video_id: int, clip_ids: Iterable[int]) -> dict[int, tuple[float, float]]:
+        ids = sorted(set(clip_ids))
+        out: dict[int, tuple[float, float]] = {}
+        for chunk in _chunks(ids):
+            q = f'SELECT clip, start, "end" FROM clips WHERE video_id = ? AND clip IN ({",".join("?" * len(chunk))})'
+            out.update({int(r[0]): (float(r[1]), float(r[2])) for r in self.conn.execute(q, (video_id, *chunk))})
+        return out
+
+    def has_clip(self, video_id: int, clip: int) -> bool:
+        q = "SELECT 1 FROM clips WHERE video_id = ? AND clip = ?"
+        return self.conn.execute(q, (video_id, clip)).fetchone() is not None
+
+    def insert_clip(self, video_id: int, clip: int, start: float, end: float) -> None:
+        self.conn.execute(
+            'INSERT OR REPLACE INTO clips (video_id, clip, start, "end") VALUES (?, ?, ?, ?)',
+            (video_id, clip, start, end),
+        )
+
+    # ------------------------------------------------------------------ nodes
+    def next_node_id(self) -> int:
+        row = self.conn.execute("SELECT COALESCE(MAX(id), -1) + 1 FROM nodes").fetchone()
+        return int(row[0])
+
+    def node_kinds(self, node_ids: Iterable[int]) -> dict[int, NodeKind]:
+        out: dict[int, NodeKind] = {}
+        for chunk in _chunks(sorted(set(node_ids))):
+            q = f"SELECT id, kind FROM nodes WHERE id IN ({','.join('?' * len(chunk))})"
+            out.update({int(r[0]): NodeKind(r[1]) for r in self.conn.execute(q, chunk)})
+        return out
+
+    def entity_rows(self, video_id: int | None = None) -> list[tuple[int, int, NodeKind, float]]:
+        """``(id, video_id, kind, weight)`` of face and voice nodes."""
+        q = "SELECT id, video_id, kind, weight FROM nodes WHERE kind IN (0, 1)"
+        args: tuple = ()
+        if video_id is not None:
+            q += " AND video_id = ?"
+            args = (video_id,)
+        return [(int(r[0]), int(r[1]), NodeKind(r[2]), float(r[3])) for r in self.conn.execute(q + " ORDER BY id", args)]
+
+    def text_nodes(
+        self,
+        video_id: int | None = None,
+        clips: Sequence[int] | None = None,
+        ids: Sequence[int] | None = None,
+        kind: NodeKind | None = None,
+    ) -> list[TextNode]:
+        """Text nodes with their entity ids, in id order, filtered as asked."""
+        where, args = ["n.kind IN (2, 3)"], []
+        if video_id is not None:
+            where.append("n.video_id = ?")
+            args.append(video_id)
+        if kind is not None:
+            where.append("n.kind = ?")
+            args.append(int(kind))
+        if clips is not None:
+            where.append(f"n.clip IN ({','.join('?' * len(clips))})")
+            args.extend(clips)
+        results: list[TextNode] = []
+        id_chunks: list[Sequence[int] | None] = list(_chunks(sorted(set(ids)))) if ids is not None else [None]
+        for chunk in id_chunks:
+            clause = list(where)
+            chunk_args = list(args)
+            if chunk is not None:
+                clause.append(f"n.id IN ({','.join('?' * len(chunk))})")
+                chunk_args.extend(chunk)
+            q = (
+                "SELECT n.id, n.video_id, n.kind, n.clip, n.text, n.weight, n.valid_from, n.invalidated_by,"
+                " (SELECT group_concat(e.entity_id) FROM edges e WHERE e.text_id = n.id)"
+                f" FROM nodes n WHERE {' AND '.join(clause)} ORDER BY n.id"
+            )
+            for r in self.conn.execute(q, chunk_args):
+                ents = [int(x) for x in r[8].split(",")] if r[8] else []
+                results.append(
+                    TextNode(int(r[0]), int(r[1]), NodeKind(r[2]), int(r[3]), r[4], float(r[5]),
+                             r[6], r[7], sorted(ents))
+                )
+        results.sort(key=lambda n: n.id)
+        return results
+
+    def text_vector_rows(self, video_id: int | None = None) -> Iterator[tuple[int, int, int, int, int, int | None, bytes]]:
+        """``(id, video_id, kind, clip, valid_from, invalidating clip, vector blob)`` of every text node."""
+        q = (
+            "SELECT n.id, n.video_id, n.kind, n.clip, COALESCE(n.valid_from, n.clip),"
+            " (SELECT i.clip FROM nodes i WHERE i.id = n.invalidated_by), v.vec"
+            " FROM nodes n JOIN vectors v ON v.node_id = n.id WHERE n.kind IN (2, 3)"
+        )
+        args: tuple = ()
+        if video_id is not None:
+            q += " AND n.video_id = ?"
+            args = (video_id,)
+        yield from self.conn.execute(q + " ORDER BY n.id", args)
+
+    def insert_text_nodes(self, rows: Sequence[tuple]) -> None:
+        """rows: ``(id, video_id, kind, clip, text, weight, valid_from, vector_blob)``."""
+        c = self.conn
+        c.executemany(
+            "INSERT INTO nodes (id, video_id, kind, clip, text, weight, valid_from) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [r[:7] for r in rows],
+        )
+        c.executemany("INSERT INTO vectors (node_id, vec) VALUES (?, ?)", [(r[0], r[7]) for r in rows])
+
+    def insert_entity_node(self, node_id: int, video_id: int, kind: NodeKind, clip: int, meta: dict | None) -> None:
+        self.conn.execute(
+            "INSERT INTO nodes (id, video_id, kind, clip, weight, meta) VALUES (?, ?, ?, ?, 0, ?)",
+            (node_id, video_id, int(kind), clip, json.dumps(meta) if meta else None),
+        )
+
+    def bump_weight(self, node_id: int, delta: float) -> None:
+        self.conn.execute("UPDATE nodes SET weight = weight + ? WHERE id = ?", (delta, node_id))
+
+    def set_invalidated(self, node_id: int, by: int | None) -> None:
+        self.conn.execute("UPDATE nodes SET invalidated_by = ? WHERE id = ?", (by, node_id))
+
+    def update_text(self, node_id: int, text: str, vector: np.ndarray | None) -> None:
+        self.conn.execute("UPDATE nodes SET text = ? WHERE id = ?", (text, node_id))
+        if vector is not None:
+            self.conn.execute("UPDATE vectors SET vec = ? WHERE node_id = ?", (vec_to_blob(vector), node_id))
+
+    # ------------------------------------------------------------------ edges
+    def add_edges(self, rows: Iterable[tuple[int, int, float]]) -> None:
+        self.conn.executemany(
+            "INSERT INTO edges (text_id, entity_id, weight) VALUES (?, ?, ?)"
+            " ON CONFLICT (text_id, entity_id) DO UPDATE SET weight = weight + excluded.weight",
+            list(rows),
+        )
+
+    def bump_edges(self, text_id: int, delta: float) -> None:
+        """Add ``delta`` to every edge of a text node; weights never go below zero."""
+        self.conn.execute("UPDATE edges SET weight = MAX(0, weight + ?) WHERE text_id = ?", (delta, text_id))
+
+    def edges_of_text(self, text_ids: Iterable[int]) -> dict[int, dict[int, float]]:
+        out: dict[int, dict[int, float]] = {}
+        for chunk in _chunks(sorted(set(text_ids))):
+            q = f"SELECT text_id, entity_id, weight FROM edges WHERE text_id IN ({','.join('?' * len(chunk))})"
+            for t, e, w in self.conn.execute(q, chunk):
+                out.setdefault(int(t), {})[int(e)] = float(w)
+        return out
+
+    def texts_linked_to(self, entity_ids: Iterable[int]) -> list[int]:
+        out: set[int] = set()
+        for chunk in _chunks(sorted(set(entity_ids))):
+            q = f"SELECT text_id FROM edges WHERE entity_id IN ({','.join('?' * len(chunk))})"
+            out.update(int(r[0]) for r in self.conn.execute(q, chunk))
+        return sorted(out)
+
+    # ------------------------------------------------------------------ entity payloads
+    def entity_embeddings(self, node_id: int) -> list[tuple[int, int | None, float | None, np.ndarray]]:
+        q = "SELECT slot, clip, quality, vec FROM entity_embeddings WHERE node_id = ? ORDER BY slot"
+        return [(int(s), c, q_, blob_to_vec(v)) for s, c, q_, v in self.conn.execute(q, (node_id,))]
+
+    def all_entity_embeddings(self, kind: NodeKind, video_id: int | None = None) -> dict[int, np.ndarray]:
+        q = (
+            "SELECT e.node_id, e.vec FROM entity_embeddings e JOIN nodes n ON n.id = e.node_id"
+            " WHERE n.kind = ?" + (" AND n.video_id = ?" if video_id is not None else "") + " ORDER BY e.node_id, e.slot"
+        )
+        args = (int(kind),) if video_id is None else (int(kind), video_id)
+        grouped: dict[int, list[np.ndarray]] = {}
+        for node_id, blob in self.conn.execute(q, args):
+            grouped.setdefault(int(node_id), []).append(blob_to_vec(blob))
+        return {k: np.stack(v) for k, v in grouped.items()}
+
+    def replace_entity_embeddings(self, node_id: int, rows: Sequence[tuple[int | None, float | None, np.ndarray]]) -> None:
+        self.conn.execute("DELETE FROM entity_embeddings WHERE node_id = ?", (node_id,))
+        self.conn.executemany(
+            "INSERT INTO entity_embeddings (node_id, slot, clip, quality, vec) VALUES (?, ?, ?, ?, ?)",
+            [(node_id, i, c, q, vec_to_blob(v)) for i, (c, q, v) in enumerate(rows)],
+        )
+
+    def crops(self, node_id: int) -> list[tuple[int | None, float | None, bytes]]:
+        q = "SELECT clip, quality, jpeg FROM crops WHERE node_id = ? ORDER BY slot"
+        return [(c, q_, bytes(j)) for c, q_, j in self.conn.execute(q, (node_id,))]
+
+    def replace_crops(self, node_id: int, rows: Sequence[tuple[int | None, float | None, bytes]]) -> None:
+        self.conn.execute("DELETE FROM crops WHERE node_id = ?", (node_id,))
+        self.conn.executemany(
+            "INSERT INTO crops (node_id, slot, clip, quality, jpeg) VALUES (?, ?, ?, ?, ?)",
+            [(node_id, i, c, q, j) for i, (c, q, j) in enumerate(rows)],
+        )
+
+    def add_sighting(self, node_id: int, clip: int) -> bool:
+        cur = self.conn.execute("INSERT OR IGNORE INTO sightings (node_id, clip) VALUES (?, ?)", (node_id, clip))
+        return cur.rowcount > 0
+
+    def sightings(self, video_id: int) -> dict[int, list[int]]:
+        q = "SELECT s.node_id, s.clip FROM sightings s JOIN nodes n ON n.id = s.node_id WHERE n.video_id = ? ORDER BY s.node_id, s.clip"
+        out: dict[int, list[int]] = {}
+        for node_id, clip in self.conn.execute(q, (video_id,)):
+            out.setdefault(int(node_id), []).append(int(clip))
+        return out
+
+    def add_voice_segments(self, node_id: int, segments: Iterable[VoiceSegment]) -> None:
+        self.conn.executemany(
+            'INSERT INTO voice_segments (node_id, clip, start, "end", text) VALUES (?, ?, ?, ?, ?)',
+            [(node_id, s.clip, s.start, s.end, s.text) for s in segments],
+        )
+
+    def voice_segments(self, video_id: int) -> dict[int, list[VoiceSegment]]:
+        q = (
+            'SELECT s.node_id, s.clip, s.start, s."end", s.text FROM voice_segments s'
+            " JOIN nodes n ON n.id = s.node_id WHERE n.video_id = ? ORDER BY s.node_id, s.clip, s.start"
+        )
+        out: dict[int, list[VoiceSegment]] = {}
+        for node_id, clip, start, end, text in self.conn.execute(q, (video_id,)):
+            out.setdefault(int(node_id), []).append(VoiceSegment(int(clip), float(start), float(end), text))
+        return out
+
+    # ------------------------------------------------------------------ deletion
+    def delete_nodes(self, node_ids: Iterable[int]) -> None:
+        ids = sorted(set(node_ids))
+        c = self.conn
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for table, column in (
+                ("edges", "text_id"), ("edges", "entity_id"), ("vectors", "node_id"),
+                ("entity_embeddings", "node_id"), ("crops", "node_id"), ("sightings", "node_id"),
+                ("voice_segments", "node_id"),
+            ):
+                c.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
+            c.execute(f"UPDATE nodes SET invalidated_by = NULL WHERE invalidated_by IN ({marks})", chunk)
+            c.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
+
+    # ------------------------------------------------------------------ stats
+    def counts(self) -> dict[str, Any]:
+        c = self.conn
+        kinds = {NodeKind(k).label: int(n) for k, n in c.execute("SELECT kind, COUNT(*) FROM nodes GROUP BY kind")}
+        return {
+            "videos": int(c.execute("SELECT COUNT(*) FROM videos").fetchone()[0]),
+            "clips": int(c.execute("SELECT COUNT(*) FROM clips").fetchone()[0]),
+            "nodes": {k.label: kinds.get(k.label, 0) for k in NodeKind},
+            "edges": int(c.execute("SELECT COUNT(*) FROM edges").fetchone()[0]),
+        }
+
+
+def _chunks(items: Sequence[int], size: int = 900) -> Iterator[list[int]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])

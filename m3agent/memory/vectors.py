@@ -1,0 +1,304 @@
+"""In-memory text vectors of one DB: exact per-video matrices plus an optional global ANN index.
+
+Search is scoped to a video by default, and a video's lines sit in one contiguous matrix, so the
+common case is one exact matrix-vector product. Once the lines in scope exceed
+``IndexConfig.ann_threshold``, an IVF index over all videos proposes candidates that are then
+filtered (scope, ``before_clip``, validity) and re-scored exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from m3agent.config import IndexConfig
+from m3agent.memory.index.flat import FlatIndex
+from m3agent.memory.store import SQLiteStore, blob_to_vec
+
+log = logging.getLogger(__name__)
+
+NEVER = np.iinfo(np.int32).max
+
+
+@dataclass
+class LineHits:
+    """Candidate lines, best first. ``complete`` is True when no eligible line was left out."""
+
+    ids: np.ndarray
+    video_ids: np.ndarray
+    clips: np.ndarray
+    scores: np.ndarray
+    complete: bool
+
+
+class VideoVectors:
+    """One video's text vectors and the per-row facts that search filters on."""
+
+    def __init__(self, dim: int):
+        self.index = FlatIndex(dim)
+        self.clip = np.zeros(0, np.int32)
+        self.kind = np.zeros(0, np.int8)
+        self.valid_from = np.zeros(0, np.int32)
+        self.dead_at = np.zeros(0, np.int32)  # clip of the invalidating node, NEVER if still valid
+        self.row_of: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def add(self, ids, clips, kinds, valid_from, dead_at, vectors) -> None:
+        start = len(self.index)
+        self.index.add(ids, vectors)
+        self.clip = np.concatenate([self.clip, np.asarray(clips, np.int32)])
+        self.kind = np.concatenate([self.kind, np.asarray(kinds, np.int8)])
+        self.valid_from = np.concatenate([self.valid_from, np.asarray(valid_from, np.int32)])
+        self.dead_at = np.concatenate([self.dead_at, np.asarray(dead_at, np.int32)])
+        for offset, node_id in enumerate(np.asarray(ids).tolist()):
+            self.row_of[int(node_id)] = start + offset
+
+    def remove(self, ids: Iterable[int]) -> None:
+        drop = [self.row_of[i] for i in ids if i in self.row_of]
+        if not drop:
+            return
+        keep = np.ones(len(self.index), bool)
+        keep[drop] = False
+        self.index.remove(self.index.ids[~keep])
+        self.clip, self.kind = self.clip[keep], self.kind[keep]
+        self.valid_from, self.dead_at = self.valid_from[keep], self.dead_at[keep]
+        self.row_of = {int(i): r for r, i in enumerate(self.index.ids.tolist())}
+
+    def row_visible(self, row: int, before_clip: int | None) -> bool:
+        if before_clip is None:
+            return bool(self.dead_at[row] == NEVER)
+        return bool(self.clip[row] <= before_clip and self.valid_from[row] <= before_clip
+                    and self.dead_at[row] > before_clip)
+
+    def visible(self, before_clip: int | None) -> np.ndarray:
+        """Rows a reader sees: today's valid lines, or the lines that were valid at ``before_clip``."""
+        if before_clip is None:
+            return self.dead_at == NEVER
+        return (self.clip <= before_clip) & (self.valid_from <= before_clip) & (self.dead_at > before_clip)
+
+
+class TextVectors:
+    def __init__(self, dim: int, config: IndexConfig, sidecar: str | None = None, identity: str = ""):
+        self.dim = dim
+        self.config = config
+        self.sidecar = sidecar
+        self.identity = identity  # DB uuid + index epoch: a sidecar from elsewhere is never used
+        self.videos: dict[int, VideoVectors] = {}
+        self.video_of: dict[int, int] = {}
+        self.ann = None
+        self._ann_dirty = False
+
+    # ------------------------------------------------------------------ loading and updates
+    @classmethod
+    def from_store(cls, store: SQLiteStore, dim: int, config: IndexConfig, sidecar: str | None,
+                   identity: str) -> TextVectors:
+        self = cls(dim, config, sidecar, identity)
+        batch: dict[int, list] = {}
+        for node_id, video_id, kind, clip, valid_from, dead_clip, blob in store.text_vector_rows():
+            rows = batch.setdefault(int(video_id), [])
+            rows.append((node_id, clip, kind, valid_from, NEVER if dead_clip is None else dead_clip, blob))
+        for video_id, rows in batch.items():
+            ids, clips, kinds, valid, dead, blobs = zip(*rows)
+            vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dim)
+            self._add(video_id, ids, clips, kinds, valid, dead, vectors, to_ann=False)
+        self._load_sidecar()
+        return self
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.videos.values())
+
+    def add(self, video_id: int, ids, clips, kinds, valid_from, vectors) -> None:
+        self._add(video_id, ids, clips, kinds, valid_from, [NEVER] * len(ids), vectors, to_ann=True)
+
+    def _add(self, video_id, ids, clips, kinds, valid_from, dead, vectors, to_ann: bool) -> None:
+        if len(ids) == 0:
+            return
+        vv = self.videos.get(video_id)
+        if vv is None:
+            vv = self.videos[video_id] = VideoVectors(self.dim)
+        vv.add(ids, clips, kinds, valid_from, dead, vectors)
+        for node_id in ids:
+            self.video_of[int(node_id)] = video_id
+        if to_ann and self.ann is not None:
+            self.ann.add(np.asarray(ids, np.int64), vectors)
+            self._ann_dirty = True
+
+    def invalidate(self, node_id: int, at_clip: int | None) -> None:
+        vv = self.videos.get(self.video_of.get(node_id, -1))
+        if vv is not None and node_id in vv.row_of:
+            vv.dead_at[vv.row_of[node_id]] = NEVER if at_clip is None else at_clip
+
+    def set_vector(self, node_id: int, vector: np.ndarray) -> None:
+        vv = self.videos[self.video_of[node_id]]
+        vv.index.set_vector(vv.row_of[node_id], vector)
+        if self.ann is not None:
+            self.ann.remove(np.array([node_id], np.int64))
+            self.ann.add(np.array([node_id], np.int64), vector[None, :])
+            self._ann_dirty = True
+
+    def remove(self, ids: Iterable[int]) -> None:
+        ids = [int(i) for i in ids]
+        by_video: dict[int, list[int]] = {}
+        for node_id in ids:
+            if node_id in self.video_of:
+                by_video.setdefault(self.video_of.pop(node_id), []).append(node_id)
+        for video_id, group in by_video.items():
+            self.videos[video_id].remove(group)
+        if self.ann is not None and ids:
+            self.ann.remove(np.asarray(ids, np.int64))
+            self._ann_dirty = True
+
+    def vectors_of(self, ids: np.ndarray) -> np.ndarray:
+        out = np.empty((len(ids), self.dim), np.float32)
+        for pos, node_id in enumerate(np.asarray(ids).tolist()):
+            vv = self.videos[self.video_of[node_id]]
+            out[pos] = vv.index.vectors[vv.row_of[node_id]]
+        return out
+
+    # ------------------------------------------------------------------ ANN lifecycle
+    def _ann_wanted(self, n_scope: int) -> bool:
+        backend = self.config.backend
+        if backend == "flat":
+            return False
+        if backend == "ivf":
+            return n_scope > 0
+        return n_scope > self.config.ann_threshold
+
+    def _load_sidecar(self) -> None:
+        if not self.sidecar or not os.path.exists(self.sidecar):
+            return
+        from m3agent.memory.index.ivf import IVFIndex
+
+        try:
+            ann = IVFIndex.load(self.sidecar)
+        except Exception as exc:  # a damaged cache is rebuilt, never trusted
+            log.warning("ignoring unreadable vector index %s: %s", self.sidecar, exc)
+            return
+        if ann.meta.get("identity") != self.identity or ann.dim != self.dim:
+            log.info("vector index %s belongs to another DB state; it will be rebuilt", self.sidecar)
+            return
+        covered = int(ann.meta.get("max_id", -1))
+        missing = [i for i in self.video_of if i > covered]
+        if missing:
+            ann.add(np.asarray(missing, np.int64), self.vectors_of(np.asarray(missing)))
+            self._ann_dirty = True
+        ann.refine = self.vectors_of
+        self.ann = ann
+
+    def build_ann(self, progress=None) -> None:
+        from m3agent.memory.index.ivf import IVFIndex
+
+        ids = np.fromiter(self.video_of.keys(), dtype=np.int64, count=len(self.video_of))
+        ids.sort()
+        ann = IVFIndex(self.dim)
+        ann.build(ids, self.vectors_of(ids), target_recall=self.config.target_recall,
+                  nprobe=self.config.nprobe, progress=progress)
+        ann.refine = self.vectors_of
+        self.ann = ann
+        self._ann_dirty = True
+        self.save()
+
+    def drop_ann(self) -> None:
+        """Forget the ANN index and its file (after deletions: its codes may hold removed data)."""
+        self.ann = None
+        self._ann_dirty = False
+        if self.sidecar and os.path.exists(self.sidecar):
+            os.remove(self.sidecar)
+
+    def save(self) -> None:
+        if self.ann is None or not self._ann_dirty or not self.sidecar:
+            return
+        self.ann.meta["identity"] = self.identity
+        self.ann.meta["max_id"] = max(self.video_of, default=-1)
+        tmp = self.sidecar + ".tmp"
+        self.ann.save(tmp)
+        os.replace(tmp, self.sidecar)
+        self._ann_dirty = False
+
+    # ------------------------------------------------------------------ search
+    def top_lines(self, queries: np.ndarray, video_ids: list[int] | None, before_clip: int | None,
+                  want: int, restrict: np.ndarray | None = None) -> LineHits:
+        """The ``want`` best visible lines in scope (max score over the query variants)."""
+        queries = np.asarray(queries, np.float32).reshape(-1, self.dim)
+        scope = list(self.videos) if video_ids is None else [v for v in video_ids if v in self.videos]
+        n_scope = sum(len(self.videos[v]) for v in scope)
+        if restrict is None and self._ann_wanted(n_scope):
+            if self.ann is None:
+                self.build_ann()
+            hits = self._ann_lines(queries, set(scope), before_clip, want, n_scope)
+            if hits is not None:
+                return hits
+        return self._exact_lines(queries, scope, before_clip, want, restrict)
+
+    def _exact_lines(self, queries, scope, before_clip, want, restrict) -> LineHits:
+        parts_ids, parts_vid, parts_clip, parts_score = [], [], [], []
+        restrict_set = None if restrict is None else set(np.asarray(restrict).tolist())
+        for video_id in scope:
+            vv = self.videos[video_id]
+            if restrict_set is None:
+                rows = np.flatnonzero(vv.visible(before_clip))
+                if len(rows) == len(vv):
+                    scores = vv.index.scores(queries).max(axis=0)
+                    rows = np.arange(len(vv))
+                else:
+                    scores = vv.index.scores(queries, rows).max(axis=0)
+            else:
+                rows = np.array(sorted(vv.row_of[i] for i in restrict_set if i in vv.row_of), dtype=np.int64)
+                if len(rows):
+                    rows = rows[vv.visible(before_clip)[rows]]
+                scores = vv.index.scores(queries, rows).max(axis=0) if len(rows) else np.zeros(0, np.float32)
+            parts_ids.append(vv.index.ids[rows])
+            parts_vid.append(np.full(len(rows), video_id, np.int64))
+            parts_clip.append(vv.clip[rows])
+            parts_score.append(scores.astype(np.float32))
+        if not parts_ids:
+            empty = np.zeros(0, np.int64)
+            return LineHits(empty, empty, empty.astype(np.int32), empty.astype(np.float32), True)
+        ids, vids = np.concatenate(parts_ids), np.concatenate(parts_vid)
+        clips, scores = np.concatenate(parts_clip), np.concatenate(parts_score)
+        complete = want >= len(ids)
+        if not complete:
+            top = np.argpartition(-scores, want - 1)[:want]
+            ids, vids, clips, scores = ids[top], vids[top], clips[top], scores[top]
+        order = np.lexsort((ids, -scores))
+        return LineHits(ids[order], vids[order], clips[order], scores[order], complete)
+
+    def _ann_lines(self, queries, scope: set[int], before_clip, want, n_scope) -> LineHits | None:
+        """ANN candidates filtered to scope and visibility; None when the filter is too selective."""
+        n_all = len(self)
+        fetch = max(4 * want, 64)
+        while True:
+            _, cand = self.ann.search(queries, min(fetch, n_all))
+            ids = np.unique(cand[cand >= 0])
+            keep_ids, keep_vid, keep_clip = [], [], []
+            for node_id in ids.tolist():
+                video_id = self.video_of.get(node_id)
+                if video_id is None or video_id not in scope:
+                    continue
+                vv = self.videos[video_id]
+                row = vv.row_of[node_id]
+                if not vv.row_visible(row, before_clip):
+                    continue
+                keep_ids.append(node_id)
+                keep_vid.append(video_id)
+                keep_clip.append(vv.clip[row])
+            exhausted = fetch >= n_all
+            if len(keep_ids) >= want or exhausted:
+                break
+            if fetch * 4 > n_scope and n_scope < n_all / 4:
+                return None  # the scope is a small part of the DB: exact search is cheaper
+            fetch *= 4
+        ids = np.asarray(keep_ids, np.int64)
+        if len(ids) == 0:
+            empty = np.zeros(0, np.int64)
+            return LineHits(empty, empty, empty.astype(np.int32), empty.astype(np.float32), exhausted)
+        scores = (queries @ self.vectors_of(ids).T).max(axis=0).astype(np.float32)
+        order = np.lexsort((ids, -scores))[:want]
+        return LineHits(ids[order], np.asarray(keep_vid, np.int64)[order], np.asarray(keep_clip, np.int32)[order],
+                        scores[order], exhausted and len(keep_ids) <= want)

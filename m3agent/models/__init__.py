@@ -1,0 +1,1 @@
+"""Model backends: text embedders (and, later, chat LLMs)."""

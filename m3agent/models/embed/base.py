@@ -1,0 +1,44 @@
+"""The text-embedder contract the memory core relies on."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from m3agent.config import EmbedderConfig
+
+
+class TextEmbedder(ABC):
+    """Maps texts to L2-normalised float32 vectors, so inner product = cosine similarity."""
+
+    #: a stable identifier stored in the memory DB; vectors of different embedders never mix
+    name: str
+    dim: int
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an ``(len(texts), dim)`` float32 array of unit vectors (zero rows for empty text)."""
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    """Unit-normalise rows in float32; all-zero rows stay zero instead of becoming NaN."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+def build_embedder(config: EmbedderConfig) -> TextEmbedder:
+    """Build the embedder that ``config`` names, importing its backend only now."""
+    from m3agent import registry
+
+    cls = registry.load_class("embedder", config.backend)
+    return cls.from_config(config)

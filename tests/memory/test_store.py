@@ -1,0 +1,176 @@
+"""Persistence: round trip, concurrent readers, crash safety, corrupt and foreign files."""
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from m3agent.memory import (
+    CorruptDatabaseError,
+    DatabaseNotFoundError,
+    ForeignDatabaseError,
+    MemoryGraph,
+    SchemaVersionError,
+)
+from m3agent.memory.store import SQLiteStore
+from m3agent.memory.writer import ClipAlreadyStoredError
+
+
+def test_round_trip_through_sqlite(kitchen, db_path, embedder):
+    before = kitchen.export()
+    hits_before = kitchen.search("plays guitar on the sofa", threshold=0.1).to_dict()
+    kitchen.close()
+    reopened = MemoryGraph.open(db_path, embedder=embedder)
+    assert reopened.export() == before
+    assert reopened.search("plays guitar on the sofa", threshold=0.1).to_dict() == hits_before
+    assert reopened.store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    reopened.close()
+
+
+def test_export_shape(kitchen):
+    data = kitchen.export()
+    assert set(data) >= {"schema", "video", "clips", "nodes", "characters"}
+    assert data["video"]["clip_seconds"] == 30.0
+    assert [c["id"] for c in data["clips"]] == [0, 1, 2, 3]
+    by_id = {n["id"]: n for n in data["nodes"]}
+    a, av = kitchen.ids["alice_face"], kitchen.ids["alice_voice"]
+    assert by_id[a]["kind"] == "face" and by_id[a]["clips"] == [0, 1]  # where the face was seen
+    assert by_id[av]["segments"] == [{"clip": 0, "start": 3.0, "end": 5.0, "text": "hi I am Alice"}]
+    assert data["characters"][f"character_{a}"] == [f"face_{a}", f"voice_{av}"]
+    assert data["names"] == {f"character_{a}": "Alice"}
+    eq = [n for n in data["nodes"] if n["kind"] == "semantic" and n["text"].startswith("Equivalence")]
+    assert len(eq) == 1 and eq[0]["weight"] == 2.0  # the repeat in clip 2 reinforced, not duplicated
+    assert by_id[kitchen.ids["fridge_full"]]["invalidated_by"] == kitchen.ids["fridge_empty"]
+
+
+def test_clip_written_once(kitchen):
+    with pytest.raises(ClipAlreadyStoredError):
+        with kitchen.clip(kitchen.video, 0, 0, 30) as b:
+            b.episodic("again")
+    assert kitchen.has_clip(kitchen.video, 3) and not kitchen.has_clip(kitchen.video, 4)
+
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from m3agent.memory import MemoryGraph
+    from m3agent.models.embed.hashing import HashingEmbedder
+    g = MemoryGraph.open(sys.argv[1], embedder=HashingEmbedder(dim=512))
+    v = g.add_video("live")
+    for clip in range(int(sys.argv[2])):
+        with g.clip(v, clip, clip * 30, clip * 30 + 30) as b:
+            for i in range(50):
+                b.episodic(f"clip {clip} line {i} the cat sat on mat number {i}")
+    g.close()
+""")
+
+
+def test_readers_see_whole_clips_while_a_writer_writes(db_path, embedder):
+    MemoryGraph.open(db_path, embedder=embedder).close()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db_path), "40"])
+    reader = MemoryGraph.open(db_path, embedder=embedder)
+    seen_counts = set()
+    try:
+        deadline = time.time() + 60
+        while writer.poll() is None and time.time() < deadline:
+            rows = reader.store.conn.execute(
+                "SELECT c.clip, (SELECT COUNT(*) FROM nodes n WHERE n.video_id = c.video_id AND n.clip = c.clip)"
+                " FROM clips c"
+            ).fetchall()
+            for _clip, count in rows:
+                assert count == 50  # a clip is visible whole or not at all
+            seen_counts.add(len(rows))
+            if rows:
+                result = reader.search("the cat sat on the mat", video="live", threshold=0.1)
+                assert len(result.clips) <= 2
+        assert writer.wait(60) == 0
+    finally:
+        writer.kill()
+    assert len(seen_counts) > 2  # the reader really read between commits
+    reader.refresh()
+    assert len(reader.store.clips(1)) == 40
+    assert len(reader.vectors) == 2000  # refresh picked up the lines written meanwhile
+    reader.close()
+
+
+CRASHER = textwrap.dedent("""
+    import os, sys
+    from m3agent.memory import MemoryGraph
+    from m3agent.memory.store import SQLiteStore
+    from m3agent.models.embed.hashing import HashingEmbedder
+    g = MemoryGraph.open(sys.argv[1], embedder=HashingEmbedder(dim=512))
+    v = g.add_video("crash")
+    with g.clip(v, 0, 0, 30) as b:
+        b.episodic("a clip that lands")
+    real = SQLiteStore.insert_clip
+    def die(self, *a, **k):  # nodes, vectors and edges of clip 1 are written; the commit never comes
+        os._exit(3)
+    SQLiteStore.insert_clip = die
+    with g.clip(v, 1, 30, 60) as b:
+        f = b.face([[0.1] * 128])
+        b.episodic(f"<face_{f}> is about to vanish")
+""")
+
+
+def test_crash_mid_clip_leaves_nothing_half_written(db_path, embedder):
+    proc = subprocess.run([sys.executable, "-c", CRASHER, str(db_path)])
+    assert proc.returncode == 3
+    graph = MemoryGraph.open(db_path, embedder=embedder)
+    assert graph.store.integrity_check() == []
+    assert [c.id for c in graph.store.clips(1)] == [0]
+    texts = [n.text for n in graph.store.text_nodes(1)]
+    assert texts == ["a clip that lands"]
+    assert graph.store.entity_rows() == []
+    # resume: clip 1 can now be written normally
+    with graph.clip(1, 1, 30, 60) as b:
+        b.episodic("clip one after the crash")
+    assert [c.id for c in graph.store.clips(1)] == [0, 1]
+    graph.close()
+
+
+def test_missing_empty_garbage_truncated_foreign_and_newer_files(tmp_path, kitchen, db_path):
+    with pytest.raises(DatabaseNotFoundError):
+        SQLiteStore(tmp_path / "nope.db", create=False)
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    with pytest.raises(CorruptDatabaseError):
+        SQLiteStore(empty, create=False)
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(CorruptDatabaseError):
+        SQLiteStore(garbage)
+    kitchen.close()
+    data = db_path.read_bytes()
+    truncated = tmp_path / "truncated.db"
+    truncated.write_bytes(data[:100] + b"\x00" * 50)
+    with pytest.raises(CorruptDatabaseError):
+        MemoryGraph.open(truncated).export()
+    foreign = tmp_path / "foreign.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE meta (key TEXT, value TEXT)")
+    conn.execute("INSERT INTO meta VALUES ('app', 'someone-else')")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ForeignDatabaseError):
+        SQLiteStore(foreign)
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaVersionError, match="upgrade"):
+        SQLiteStore(db_path)
+
+
+def test_db_size_stays_small_per_text_node(tmp_path, embedder):
+    graph = MemoryGraph.open(tmp_path / "size.db", embedder=embedder)
+    video = graph.add_video("v")
+    for clip in range(20):
+        with graph.clip(video, clip, clip * 30, clip * 30 + 30) as b:
+            f = b.face([[0.0] * 128])
+            for i in range(50):
+                b.episodic(f"<face_{f}> does thing {i} in clip {clip}")
+    graph.close()
+    per_node = (tmp_path / "size.db").stat().st_size / 1000
+    assert per_node - 512 * 4 < 1024, per_node  # the row, edges and page slack stay under 1 KiB
