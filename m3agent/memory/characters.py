@@ -134,9 +134,10 @@ def name_statement(text: str) -> tuple[str, int, str] | None:
 
 
 def character_names(cmap: CharacterMap, statements: Iterable[tuple[str, float]]) -> dict[int, str]:
-    """Most supported name per character from ``(line, weight)`` name statements."""
-    tally: dict[int, dict[str, float]] = {}
-    for text, weight in statements:
+    """Most supported name per character from ``(line, weight)`` name statements in time order;
+    on a tie the later statement wins."""
+    tally: dict[int, dict[str, tuple[float, int]]] = {}
+    for order, (text, weight) in enumerate(statements):
         parsed = name_statement(text)
         if parsed is None:
             continue
@@ -144,9 +145,9 @@ def character_names(cmap: CharacterMap, statements: Iterable[tuple[str, float]])
         character = number if kind == "character" else cmap.character_of(number)
         if character is None:
             continue
-        tally.setdefault(character, {}).setdefault(name, 0.0)
-        tally[character][name] += weight
-    return {c: max(names.items(), key=lambda kv: (kv[1], kv[0]))[0] for c, names in tally.items()}
+        total, _ = tally.setdefault(character, {}).get(name, (0.0, 0))
+        tally[character][name] = (total + weight, order)
+    return {c: max(names.items(), key=lambda kv: kv[1])[0] for c, names in tally.items()}
 
 
 __all__ = [

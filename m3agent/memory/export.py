@@ -25,7 +25,7 @@ def export_video(graph, video: Video) -> dict:
         nodes.append({"id": node.id, "kind": node.kind.label, "clip": node.clip, "text": node.text,
                       "entities": node.entities, "weight": node.weight,
                       "valid_from": node.clip if node.valid_from is None else node.valid_from,
-                      "invalidated_by": node.invalidated_by})
+                      "invalidated_by": node.invalidated_by, "invalidated_at": node.invalidated_at})
     nodes.sort(key=lambda n: n["id"])
     cmap = graph.characters(video.id)
     names = graph.names(video.id)

@@ -139,7 +139,7 @@ class MemoryGraph:
             vecs = np.frombuffer(b"".join(blobs), np.float32).reshape(len(rows), self.dim)
             self._vectors.add(video_id, ids, clips, kinds, valid, vecs)
         for node_id, dead_clip in self.store.conn.execute(
-            "SELECT n.id, i.clip FROM nodes n JOIN nodes i ON i.id = n.invalidated_by"
+            "SELECT id, invalidated_at FROM nodes WHERE invalidated_at IS NOT NULL"
         ):
             self._vectors.invalidate(int(node_id), int(dead_clip))
 
@@ -234,7 +234,7 @@ class MemoryGraph:
             }
             eq_nodes = [
                 n for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC)
-                if is_equivalence(n.text) and _visible(n, before_clip, self._clip_of)
+                if is_equivalence(n.text) and _visible(n, before_clip)
             ]
             weights = self.store.edges_of_text([n.id for n in eq_nodes])
             equivalences = [Equivalence(n.id, tuple(n.entities), weights.get(n.id, {})) for n in eq_nodes]
@@ -255,7 +255,7 @@ class MemoryGraph:
         cmap = self.characters(video_id, before_clip)
         lines = [
             (n.text, n.weight) for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC)
-            if _visible(n, before_clip, self._clip_of)
+            if _visible(n, before_clip)
         ]
         return character_names(cmap, lines)
 
@@ -328,13 +328,13 @@ class MemoryGraph:
         return [p for p in (base, Path(f"{base}-wal"), Path(self.sidecar_path)) if p.exists()]
 
 
-def _visible(node, before_clip: int | None, clip_of: Callable[[int], int]) -> bool:
+def _visible(node, before_clip: int | None) -> bool:
     if before_clip is None:
         return node.invalidated_by is None
     start = node.clip if node.valid_from is None else node.valid_from
     if node.clip > before_clip or start > before_clip:
         return False
-    return node.invalidated_by is None or clip_of(node.invalidated_by) > before_clip
+    return node.invalidated_at is None or node.invalidated_at > before_clip
 
 
 class _ClipContext:

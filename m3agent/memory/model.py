@@ -65,6 +65,7 @@ class TextNode:
     valid_from: int | None = None
     invalidated_by: int | None = None
     entities: list[int] = field(default_factory=list)
+    invalidated_at: int | None = None  # clip at which invalidated_by took effect
 
 
 @dataclass(frozen=True)

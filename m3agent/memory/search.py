@@ -119,7 +119,7 @@ def _clip_hit(graph, video_id, clip, score, cmap: CharacterMap, names, before_cl
     lines = [
         cmap.translate(n.text)
         for n in graph.store.text_nodes(video_id, clips=[clip])
-        if not is_equivalence(n.text) and _visible(n, before_clip, graph._clip_of)
+        if not is_equivalence(n.text) and _visible(n, before_clip)
     ]
     return ClipHit(video_id, names.get(video_id, str(video_id)), clip, start, end, score, lines)
 

@@ -41,7 +41,8 @@ CREATE TABLE clips (
   PRIMARY KEY (video_id, clip)) WITHOUT ROWID;
 CREATE TABLE nodes (
   id INTEGER PRIMARY KEY, video_id INTEGER NOT NULL, kind INTEGER NOT NULL, clip INTEGER,
-  text TEXT, weight REAL NOT NULL DEFAULT 1, valid_from INTEGER, invalidated_by INTEGER, meta TEXT);
+  text TEXT, weight REAL NOT NULL DEFAULT 1, valid_from INTEGER, invalidated_by INTEGER,
+  invalidated_at INTEGER, meta TEXT);
 CREATE INDEX nodes_by_video ON nodes (video_id, clip);
 CREATE TABLE edges (
   text_id INTEGER NOT NULL, entity_id INTEGER NOT NULL, weight REAL NOT NULL,
@@ -290,15 +291,15 @@ class SQLiteStore:
                 clause.append(f"n.id IN ({','.join('?' * len(chunk))})")
                 chunk_args.extend(chunk)
             q = (
-                "SELECT n.id, n.video_id, n.kind, n.clip, n.text, n.weight, n.valid_from, n.invalidated_by,"
+                "SELECT n.id, n.video_id, n.kind, n.clip, n.text, n.weight, n.valid_from, n.invalidated_by, n.invalidated_at,"
                 " (SELECT group_concat(e.entity_id) FROM edges e WHERE e.text_id = n.id)"
                 f" FROM nodes n WHERE {' AND '.join(clause)} ORDER BY n.id"
             )
             for r in self.conn.execute(q, chunk_args):
-                ents = [int(x) for x in r[8].split(",")] if r[8] else []
+                ents = [int(x) for x in r[9].split(",")] if r[9] else []
                 results.append(
                     TextNode(int(r[0]), int(r[1]), NodeKind(r[2]), int(r[3]), r[4], float(r[5]),
-                             r[6], r[7], sorted(ents))
+                             r[6], r[7], sorted(ents), r[8])
                 )
         results.sort(key=lambda n: n.id)
         return results
@@ -307,7 +308,7 @@ class SQLiteStore:
         """``(id, video_id, kind, clip, valid_from, invalidating clip, vector blob)`` of every text node."""
         q = (
             "SELECT n.id, n.video_id, n.kind, n.clip, COALESCE(n.valid_from, n.clip),"
-            " (SELECT i.clip FROM nodes i WHERE i.id = n.invalidated_by), v.vec"
+            " n.invalidated_at, v.vec"
             " FROM nodes n JOIN vectors v ON v.node_id = n.id WHERE n.kind IN (2, 3)"
         )
         args: tuple = ()
@@ -334,8 +335,8 @@ class SQLiteStore:
     def bump_weight(self, node_id: int, delta: float) -> None:
         self.conn.execute("UPDATE nodes SET weight = weight + ? WHERE id = ?", (delta, node_id))
 
-    def set_invalidated(self, node_id: int, by: int | None) -> None:
-        self.conn.execute("UPDATE nodes SET invalidated_by = ? WHERE id = ?", (by, node_id))
+    def set_invalidated(self, node_id: int, by: int | None, at_clip: int | None) -> None:
+        self.conn.execute("UPDATE nodes SET invalidated_by = ?, invalidated_at = ? WHERE id = ?", (by, at_clip, node_id))
 
     def update_text(self, node_id: int, text: str, vector: np.ndarray | None) -> None:
         self.conn.execute("UPDATE nodes SET text = ? WHERE id = ?", (text, node_id))
@@ -442,7 +443,7 @@ class SQLiteStore:
                 ("voice_segments", "node_id"),
             ):
                 c.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
-            c.execute(f"UPDATE nodes SET invalidated_by = NULL WHERE invalidated_by IN ({marks})", chunk)
+            c.execute(f"UPDATE nodes SET invalidated_by = NULL, invalidated_at = NULL WHERE invalidated_by IN ({marks})", chunk)
             c.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
 
     # ------------------------------------------------------------------ stats

@@ -205,15 +205,17 @@ class ClipBatch:
                 self.report.weakened.append(target)
             match = _best_match(line.vector, [pid for pid, _ in existing if pid not in contradicted],
                                 graph, earlier, graph.config.reinforce_cosine)
-            if match is not None and not line.supersedes:
+            reinforcing = match is not None and not line.supersedes
+            winner = match if reinforcing else line.node_id
+            for target in contradicted:
+                if graph._weight(target) - plan.weaken[target] <= 0:
+                    plan.invalidations[target] = winner
+            if reinforcing:
                 plan.reinforce[match] = plan.reinforce.get(match, 0) + 1
                 self.report.reinforced[line.node_id] = match
                 continue
             for target in line.supersedes:
                 plan.invalidations[target] = line.node_id
-            for target in contradicted:
-                if graph._weight(target) - plan.weaken[target] <= 0:
-                    plan.invalidations[target] = line.node_id
             plan.inserted_lines.append(line)
             batch_semantic.append(line)
         return plan
@@ -236,7 +238,7 @@ class ClipBatch:
             store.bump_edges(node_id, -count)
             store.bump_weight(node_id, -count)
         for node_id, by in plan.invalidations.items():
-            store.set_invalidated(node_id, by)
+            store.set_invalidated(node_id, by, self.clip)
             self.report.superseded.append(node_id)
 
 

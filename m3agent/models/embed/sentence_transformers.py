@@ -57,7 +57,8 @@ class SentenceTransformerEmbedder(TextEmbedder):
             self._model = SentenceTransformer(source, device=device)
         except OSError as exc:
             raise ModelNotFoundError(f"cannot load embedding model {model!r}: {exc}") from exc
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        dim_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(dim_of())
         self.batch_size = batch_size
 
     @classmethod
