@@ -17,7 +17,7 @@ import numpy as np
 
 from m3agent.config import IndexConfig
 from m3agent.memory.index.flat import FlatIndex
-from m3agent.memory.store import SQLiteStore, blob_to_vec
+from m3agent.memory.store import SQLiteStore
 
 log = logging.getLogger(__name__)
 
