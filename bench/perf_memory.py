@@ -27,6 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+RESULTS = ROOT / "bench" / "results_memory.json"  # latest result per size, rendered together
 LINES_PER_CLIP = 50
 CLIPS_PER_VIDEO = 120  # one hour of 30-s clips per video
 
@@ -217,14 +218,16 @@ def main() -> None:
     if args.one:
         print(json.dumps(run_size(args.one)))
         return
-    results = []
+    saved = RESULTS.exists() and {r["nodes"]: r for r in json.loads(RESULTS.read_text())} or {}
     for n in args.sizes:
         proc = subprocess.run([sys.executable, __file__, "--one", str(n)], stdout=subprocess.PIPE, text=True)
         if proc.returncode != 0:
             sys.exit(f"benchmark at {n} nodes failed")
-        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-        print(json.dumps(results[-1], indent=1))
-    section = render(results)
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        saved[result["nodes"]] = result
+        RESULTS.write_text(json.dumps([saved[k] for k in sorted(saved)], indent=1) + "\n")
+        print(json.dumps(result, indent=1))
+    section = render([saved[k] for k in sorted(saved)])
     print(section)
     if args.write:
         write_section(args.write, section)
