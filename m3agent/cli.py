@@ -157,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     import pickle
+    import sqlite3
 
     from m3agent.memory.errors import MemoryStoreError
 
@@ -168,6 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args, config) or 0)
     except (MemoryStoreError, ConfigError, pickle.UnpicklingError, FileNotFoundError) as exc:
         print(f"m3agent {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except sqlite3.DatabaseError as exc:  # damage found while reading pages, after a clean open
+        print(f"m3agent {args.command}: error: {getattr(args, 'db', '')} is corrupt: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return 0

@@ -78,3 +78,16 @@ def test_bad_files_exit_2(tmp_path, capsys):
         assert code == 2, argv
         assert err.startswith("m3agent ") and "Traceback" not in err
     assert not (tmp_path / "missing.db").exists()  # reading never creates a file
+
+
+def test_damaged_pages_exit_2(db, capsys):
+    data = bytearray(open(db, "rb").read())
+    page = 8192
+    for start in range(2 * page, len(data), page):  # keep the header and schema page, wreck the rest
+        data[start + 8 : start + page] = b"\xde\xad\xbe\xef" * ((page - 8) // 4)
+    with open(db, "wb") as fh:
+        fh.write(data)
+    for argv in (["export", db], ["search", db, "kitchen"], ["inspect", db, "--check"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2, argv
+        assert "corrupt" in err or "malformed" in err

@@ -99,14 +99,15 @@ class TextVectors:
     def from_store(cls, store: SQLiteStore, dim: int, config: IndexConfig, sidecar: str | None,
                    identity: str) -> TextVectors:
         self = cls(dim, config, sidecar, identity)
-        batch: dict[int, list] = {}
-        for node_id, video_id, kind, clip, valid_from, dead_clip, blob in store.text_vector_rows():
-            rows = batch.setdefault(int(video_id), [])
-            rows.append((node_id, clip, kind, valid_from, NEVER if dead_clip is None else dead_clip, blob))
-        for video_id, rows in batch.items():
-            ids, clips, kinds, valid, dead, blobs = zip(*rows)
+        for video in store.videos():  # one video at a time keeps the loading peak small
+            rows = list(store.text_vector_rows(video.id))
+            if not rows:
+                continue
+            ids, _, kinds, clips, valid, dead, blobs = zip(*rows)
+            dead = [NEVER if d is None else d for d in dead]
             vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dim)
-            self._add(video_id, ids, clips, kinds, valid, dead, vectors, to_ann=False)
+            del rows, blobs
+            self._add(video.id, ids, clips, kinds, valid, dead, vectors, to_ann=False)
         self._load_sidecar()
         return self
 
@@ -194,11 +195,12 @@ class TextVectors:
     def build_ann(self, progress=None) -> None:
         from m3agent.memory.index.ivf import IVFIndex
 
-        ids = np.fromiter(self.video_of.keys(), dtype=np.int64, count=len(self.video_of))
-        ids.sort()
+        parts = [vv.index for vv in self.videos.values() if len(vv)]
+        ids = np.concatenate([p.ids for p in parts]) if parts else np.zeros(0, np.int64)
+        matrix = np.concatenate([p.vectors for p in parts]) if parts else np.zeros((0, self.dim), np.float32)
         ann = IVFIndex(self.dim)
-        ann.build(ids, self.vectors_of(ids), target_recall=self.config.target_recall,
-                  nprobe=self.config.nprobe, progress=progress)
+        ann.build(ids, matrix, target_recall=self.config.target_recall, nprobe=self.config.nprobe, progress=progress)
+        del matrix
         ann.refine = self.vectors_of
         self.ann = ann
         self._ann_dirty = True
@@ -230,7 +232,8 @@ class TextVectors:
         n_scope = sum(len(self.videos[v]) for v in scope)
         if restrict is None and self._ann_wanted(n_scope):
             if self.ann is None:
-                self.build_ann()
+                log.info("building the approximate vector index over %d lines (kept in %s)", len(self), self.sidecar)
+                self.build_ann(progress=log.info)
             hits = self._ann_lines(queries, set(scope), before_clip, want, n_scope)
             if hits is not None:
                 return hits

@@ -124,3 +124,46 @@ def test_ann_path_gives_same_top_clips_as_exact(tmp_path, embedder):
     assert ann.ids[0] == exact.ids[0] == graph.store.text_nodes(video, clips=[7])[2].id
     graph.close()
     assert (tmp_path / "ann.db.ivf").exists()  # persisted, reused on the next open
+
+
+def test_ann_sidecar_reused_rebuilt_when_stale_and_dropped_by_forget(tmp_path, embedder):
+    from m3agent.config import IndexConfig, MemoryConfig
+    from m3agent.memory import MemoryGraph
+
+    cfg = MemoryConfig(index=IndexConfig(ann_threshold=50))
+    path = tmp_path / "side.db"
+    graph = MemoryGraph.open(path, cfg, embedder=embedder)
+    video = graph.add_video("v")
+    with graph.clip(video, 0, 0, 30) as b:
+        face = b.face([rand_vec(0, 128)])
+        for i in range(60):
+            b.episodic(f"<face_{face}> secret line {i}" if i < 3 else f"ordinary line {i} about gardening")
+    graph.search("gardening", threshold=0.1)
+    graph.close()
+    sidecar = tmp_path / "side.db.ivf"
+    stamp = sidecar.stat().st_mtime_ns
+    graph = MemoryGraph.open(path, cfg, embedder=embedder)
+    with graph.clip(video, 1, 30, 60) as b:
+        b.episodic("a new line about gardening tools")
+    assert graph.vectors.ann is not None and len(graph.vectors.ann) == 61  # loaded, then extended
+    assert graph.search("gardening tools", threshold=0.1).clips[0].id == 1
+    graph.close()
+    assert sidecar.stat().st_mtime_ns != stamp
+    graph = MemoryGraph.open(path, cfg, embedder=embedder)
+    graph.forget(video, f"character_{face}")
+    assert not sidecar.exists()  # its codes held the forgotten lines
+    assert graph.search("gardening tools", threshold=0.1).clips[0].id == 1
+    graph.close()
+    graph = MemoryGraph.open(path, cfg, embedder=embedder)
+    assert all("secret" not in line for c in graph.search("secret line", top_k=2, threshold=0.0).clips
+               for line in c.lines)
+    graph.close()
+
+
+def test_embedder_mismatch_is_refused(kitchen, db_path):
+    from m3agent.memory import EmbedderMismatchError, MemoryGraph
+    from m3agent.models.embed.hashing import HashingEmbedder
+
+    kitchen.close()
+    with pytest.raises(EmbedderMismatchError, match="hashing-512"):
+        MemoryGraph.open(db_path, embedder=HashingEmbedder(dim=64))

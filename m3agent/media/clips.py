@@ -1,0 +1,157 @@
+"""Stream a video as consecutive clips: frames sampled at ``fps`` and 16 kHz mono float32 audio.
+
+Video and audio are decoded by two sequential readers over the same file, so memory holds one
+clip at a time whatever the video's length. A decode error part-way (a truncated file) ends the
+stream after the last good clip, which is marked ``truncated``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from m3agent.media.probe import MediaError, VideoInfo, probe
+
+log = logging.getLogger(__name__)
+SAMPLE_RATE = 16_000
+
+
+@dataclass
+class MediaClip:
+    index: int
+    start: float
+    end: float
+    frames: list[np.ndarray] = field(default_factory=list)  # RGB uint8 (H, W, 3)
+    frame_times: list[float] = field(default_factory=list)  # seconds in the video
+    audio: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # 16 kHz mono
+    truncated: bool = False
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+def _video_frames(path: str, start: float, fps: float, max_side: int) -> Iterator[tuple[float, np.ndarray]]:
+    """Frames at ``start + k / fps`` (nearest decoded frame at or after each target time)."""
+    import av
+
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        if start > 0:
+            container.seek(int(start * 1_000_000), any_frame=False, backward=True)
+        step = 1.0 / fps
+        target = start
+        for frame in container.decode(stream):
+            if frame.time is None:
+                continue
+            t = float(frame.time)
+            if t + 1e-6 < target:
+                continue
+            scale = min(1.0, max_side / max(frame.width, frame.height)) if max_side else 1.0
+            if scale < 1.0:
+                w = max(2, int(round(frame.width * scale / 2)) * 2)
+                h = max(2, int(round(frame.height * scale / 2)) * 2)
+                image = frame.to_ndarray(format="rgb24", width=w, height=h)
+            else:
+                image = frame.to_ndarray(format="rgb24")
+            yield t, image
+            target = (math.floor((t - start) / step + 1e-6) + 1) * step + start
+
+
+def _audio_chunks(path: str, start: float) -> Iterator[tuple[float, np.ndarray]]:
+    """(start time, 16 kHz mono float32 samples) chunks from ``start`` on."""
+    import av
+
+    with av.open(path) as container:
+        if not container.streams.audio:
+            return
+        stream = container.streams.audio[0]
+        if start > 0:
+            container.seek(int(start * 1_000_000), any_frame=False, backward=True)
+        resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
+        position: float | None = None
+        for frame in container.decode(stream):
+            if position is None:
+                position = float(frame.time) if frame.time is not None else start
+            for out in resampler.resample(frame):
+                samples = out.to_ndarray().reshape(-1).astype(np.float32, copy=False)
+                yield position, samples
+                position += len(samples) / SAMPLE_RATE
+        for out in resampler.resample(None):
+            samples = out.to_ndarray().reshape(-1).astype(np.float32, copy=False)
+            yield (position or start), samples
+
+
+class _Peekable:
+    def __init__(self, it):
+        self._it, self._head, self.error = it, None, None
+
+    def peek(self):
+        if self._head is None:
+            try:
+                self._head = next(self._it)
+            except StopIteration:
+                return None
+            except Exception as exc:  # decode error mid-file: stop this stream, keep what we have
+                self.error = exc
+                return None
+        return self._head
+
+    def pop(self):
+        head = self.peek()
+        self._head = None
+        return head
+
+
+def iter_clips(path: str | os.PathLike[str], clip_seconds: float = 30.0, fps: float = 1.0, *,
+               start_clip: int = 0, max_side: int = 1280, info: VideoInfo | None = None) -> Iterator[MediaClip]:
+    """Yield clips ``start_clip, start_clip + 1, ...`` in time order; the last one may be short."""
+    if clip_seconds <= 0 or fps <= 0:
+        raise ValueError("clip_seconds and fps must be positive")
+    info = info or probe(path)
+    path = str(path)
+    n_clips = info.n_clips(clip_seconds)
+    start0 = start_clip * clip_seconds
+    frames = _Peekable(_video_frames(path, start0, fps, max_side)) if info.has_video else None
+    audio = _Peekable(_audio_chunks(path, start0)) if info.has_audio else None
+    pending = np.zeros(0, np.float32)
+    pending_t = start0
+    for index in range(start_clip, n_clips):
+        start = index * clip_seconds
+        end = min((index + 1) * clip_seconds, info.duration) if info.duration else (index + 1) * clip_seconds
+        clip = MediaClip(index, start, end)
+        if frames is not None:
+            while (head := frames.peek()) is not None and head[0] < end - 1e-6:
+                t, image = frames.pop()
+                if t >= start - 1e-6:
+                    clip.frames.append(image)
+                    clip.frame_times.append(t)
+        if audio is not None:
+            need = int(round((end - start) * SAMPLE_RATE))
+            parts = [pending]
+            have = len(pending)
+            while have < need and (head := audio.peek()) is not None:
+                t, samples = audio.pop()
+                if not parts or have == 0:
+                    pending_t = t if have == 0 else pending_t
+                parts.append(samples)
+                have += len(samples)
+            joined = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            skip = max(0, int(round((start - pending_t) * SAMPLE_RATE)))
+            joined = joined[skip:]
+            clip.audio, pending = joined[:need].copy(), joined[need:]
+            pending_t = end
+        failed = (frames is not None and frames.error) or (audio is not None and audio.error)
+        if failed:
+            clip.truncated = True
+            log.warning("%s: decoding stopped at %.1f s: %s", path, end, failed)
+        if clip.frames or clip.audio.size or not failed:
+            yield clip
+        if failed:
+            return
