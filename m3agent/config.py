@@ -61,9 +61,39 @@ class MemoryConfig:
 
 
 @dataclass(frozen=True)
+class PerceptionConfig:
+    """Clips, frames and the perception backends. Zero thresholds mean "the backend's default"."""
+
+    clip_seconds: float = 30.0
+    fps: float = 1.0
+    max_side: int = 960  # frames are decoded at most this large (faces are found at this scale)
+    device: str = "cpu"
+    face_backend: str = "dlib"
+    face_model_dir: str = ""  # insightface buffalo_l lives here
+    face_min_score: float = 0.5
+    face_min_size: int = 40
+    face_distance: float = 0.0
+    voice_backend: str = "resemblyzer"
+    voice_cosine: float = 0.0
+    min_segment_seconds: float = 1.0  # shorter speech gets no voice embedding ("Someone says")
+    min_new_voice_seconds: float = 2.5  # less speech than this may match a voice node, not create one
+    asr_backend: str = "faster-whisper"
+    asr_model: str = ""  # empty: the bundled Whisper tiny.en
+    asr_language: str = "en"
+
+
+@dataclass(frozen=True)
+class MemorizeConfig:
+    memorizer: str = "grounded"
+    crops_per_clip: int = 2
+    perception: PerceptionConfig = field(default_factory=PerceptionConfig)
+
+
+@dataclass(frozen=True)
 class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    memorize: MemorizeConfig = field(default_factory=MemorizeConfig)
 
 
 class ConfigError(ValueError):

@@ -14,6 +14,13 @@ _BACKENDS: dict[str, dict[str, str]] = {
         "sentence-transformers": "m3agent.models.embed.sentence_transformers:SentenceTransformerEmbedder",
         "hashing": "m3agent.models.embed.hashing:HashingEmbedder",
     },
+    "face": {
+        "dlib": "m3agent.perception.faces.dlib:DlibFaceBackend",
+        "insightface": "m3agent.perception.faces.insightface:InsightFaceBackend",
+    },
+    "voice": {"resemblyzer": "m3agent.perception.voices.resemblyzer:ResemblyzerVoiceBackend"},
+    "asr": {"faster-whisper": "m3agent.perception.asr.faster_whisper:FasterWhisperASR"},
+    "memorizer": {"grounded": "m3agent.memorizers.grounded:GroundedMemorizer"},
     "vector_index": {
         "flat": "m3agent.memory.index.flat:FlatIndex",
         "ivf": "m3agent.memory.index.ivf:IVFIndex",

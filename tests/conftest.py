@@ -56,3 +56,13 @@ def kitchen(db_path, embedder):
     graph.video = video
     yield graph
     graph.close()
+
+
+@pytest.fixture(scope="session")
+def episode_video(tmp_path_factory):
+    """The fixture episode (tests/episode.py) rendered once per test session."""
+    from tests.episode import build
+
+    path = tmp_path_factory.mktemp("episode") / "episode.mp4"
+    timings = build(path)
+    return path, timings

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from m3agent.media.probe import MediaError, VideoInfo, probe
+from m3agent.media.probe import VideoInfo, probe
 
 log = logging.getLogger(__name__)
 SAMPLE_RATE = 16_000
@@ -120,8 +120,7 @@ def iter_clips(path: str | os.PathLike[str], clip_seconds: float = 30.0, fps: fl
     start0 = start_clip * clip_seconds
     frames = _Peekable(_video_frames(path, start0, fps, max_side)) if info.has_video else None
     audio = _Peekable(_audio_chunks(path, start0)) if info.has_audio else None
-    pending = np.zeros(0, np.float32)
-    pending_t = start0
+    buffer, buffer_t = np.zeros(0, np.float32), None  # audio not yet given out, and its start time
     for index in range(start_clip, n_clips):
         start = index * clip_seconds
         end = min((index + 1) * clip_seconds, info.duration) if info.duration else (index + 1) * clip_seconds
@@ -133,20 +132,22 @@ def iter_clips(path: str | os.PathLike[str], clip_seconds: float = 30.0, fps: fl
                     clip.frames.append(image)
                     clip.frame_times.append(t)
         if audio is not None:
-            need = int(round((end - start) * SAMPLE_RATE))
-            parts = [pending]
-            have = len(pending)
-            while have < need and (head := audio.peek()) is not None:
+            parts = [buffer]
+            have_until = (buffer_t or start) + len(buffer) / SAMPLE_RATE
+            while have_until < end - 1e-6 and (head := audio.peek()) is not None:
                 t, samples = audio.pop()
-                if not parts or have == 0:
-                    pending_t = t if have == 0 else pending_t
+                if buffer_t is None:
+                    buffer_t, have_until = t, t
                 parts.append(samples)
-                have += len(samples)
-            joined = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            skip = max(0, int(round((start - pending_t) * SAMPLE_RATE)))
-            joined = joined[skip:]
-            clip.audio, pending = joined[:need].copy(), joined[need:]
-            pending_t = end
+                have_until += len(samples) / SAMPLE_RATE
+            joined = np.concatenate(parts)
+            offset = int(round((start - (buffer_t if buffer_t is not None else start)) * SAMPLE_RATE))
+            if offset < 0:  # audio starts late: silence before it
+                joined = np.concatenate([np.zeros(-offset, np.float32), joined])
+                offset = 0
+            need = int(round((end - start) * SAMPLE_RATE))
+            clip.audio = joined[offset : offset + need].copy()
+            buffer, buffer_t = joined[offset + need :], end
         failed = (frames is not None and frames.error) or (audio is not None and audio.error)
         if failed:
             clip.truncated = True

@@ -1,0 +1,1 @@
+"""Memorizers turn one clip's perception into episodic and semantic memory lines."""

@@ -1,0 +1,1 @@
+"""Perception backends: faces, voices (speaker embeddings) and speech recognition."""

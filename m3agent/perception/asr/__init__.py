@@ -1,0 +1,3 @@
+from m3agent.perception.asr.base import ASRBackend, Segment
+
+__all__ = ["ASRBackend", "Segment"]

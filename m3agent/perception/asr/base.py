@@ -1,0 +1,22 @@
+"""The speech-recognition contract: timestamped segments of one clip's audio."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Segment:
+    start: float  # seconds from the start of the audio given
+    end: float
+    text: str
+
+
+class ASRBackend(ABC):
+    name: str
+
+    @abstractmethod
+    def transcribe(self, audio: np.ndarray, sample_rate: int = 16_000) -> list[Segment]: ...

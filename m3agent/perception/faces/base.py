@@ -1,0 +1,75 @@
+"""The face-backend contract: detect faces in RGB frames and embed each one."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class FaceDetection:
+    frame_index: int
+    time: float
+    box: tuple[int, int, int, int]  # left, top, right, bottom (pixels)
+    score: float  # detector confidence
+    embedding: np.ndarray
+    crop: np.ndarray  # RGB uint8
+    sharpness: float = 0.0
+
+    @property
+    def size(self) -> int:
+        left, top, right, bottom = self.box
+        return min(right - left, bottom - top)
+
+
+class FaceBackend(ABC):
+    """Finds faces and embeds them. ``same_person_distance`` is the largest embedding distance
+    (see ``distance``) at which two faces are taken for one person."""
+
+    name: str
+    dim: int
+    same_person_distance: float
+
+    @abstractmethod
+    def locate(self, frame: np.ndarray) -> list[tuple[tuple[int, int, int, int], float]]:
+        """Face boxes ``(left, top, right, bottom)`` with detector scores, filtered by score and size."""
+
+    @abstractmethod
+    def embed(self, frame: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
+        """The identity embedding of the face in ``box``."""
+
+    def detection(self, frame: np.ndarray, box, score: float, frame_index: int, time: float,
+                  embedding: np.ndarray | None) -> FaceDetection:
+        left, top, right, bottom = box
+        gray = frame[top:bottom, left:right].mean(axis=2) if bottom > top and right > left else np.zeros((1, 1))
+        emb = embedding if embedding is not None else np.zeros(0, np.float32)
+        return FaceDetection(frame_index, time, box, float(score), emb, crop_box(frame, box), sharpness(gray))
+
+    def detect(self, frame: np.ndarray, frame_index: int = 0, time: float = 0.0) -> list[FaceDetection]:
+        """Locate and embed every face of one frame."""
+        return [self.detection(frame, box, score, frame_index, time, self.embed(frame, box))
+                for box, score in self.locate(frame)]
+
+    def distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Pairwise distances between rows of ``a`` and ``b`` (Euclidean unless overridden)."""
+        a, b = np.atleast_2d(a), np.atleast_2d(b)
+        d2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T
+        return np.sqrt(np.maximum(d2, 0))
+
+
+def sharpness(gray: np.ndarray) -> float:
+    """Variance of a discrete Laplacian: low for blurred faces."""
+    g = gray.astype(np.float32)
+    if min(g.shape) < 3:
+        return 0.0
+    lap = -4 * g[1:-1, 1:-1] + g[:-2, 1:-1] + g[2:, 1:-1] + g[1:-1, :-2] + g[1:-1, 2:]
+    return float(lap.var())
+
+
+def crop_box(frame: np.ndarray, box: tuple[int, int, int, int], margin: float = 0.25) -> np.ndarray:
+    left, top, right, bottom = box
+    h, w = frame.shape[:2]
+    mx, my = int((right - left) * margin), int((bottom - top) * margin)
+    return frame[max(0, top - my) : min(h, bottom + my), max(0, left - mx) : min(w, right + mx)].copy()

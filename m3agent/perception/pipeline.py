@@ -1,0 +1,229 @@
+"""One clip through the perception backends: faces grouped into identities, speech transcribed and
+attributed to voice identities. Node ids are decided here (existing) or by the graph (new)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from m3agent.config import PerceptionConfig
+from m3agent.media.clips import SAMPLE_RATE, MediaClip
+from m3agent.perception.asr.base import ASRBackend
+from m3agent.perception.faces.base import FaceBackend, FaceDetection
+from m3agent.perception.identity import IdentityBank, cluster, cosine_distance
+from m3agent.perception.voices.base import VoiceBackend
+
+
+@dataclass
+class FaceTrack:
+    """One person's faces in one clip."""
+
+    detections: list[FaceDetection]
+    node_id: int | None = None  # an existing face node, or None for a new one
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        return np.stack([d.embedding for d in self.detections if d.embedding.size])
+
+    def visible(self, t0: float, t1: float, slack: float) -> bool:
+        return any(t0 - slack <= d.time <= t1 + slack for d in self.detections)
+
+    def spans(self, gap: float) -> list[tuple[float, float]]:
+        times = sorted(d.time for d in self.detections)
+        spans = [[times[0], times[0]]]
+        for t in times[1:]:
+            if t - spans[-1][1] <= gap:
+                spans[-1][1] = t
+            else:
+                spans.append([t, t])
+        return [(a, b) for a, b in spans]
+
+
+@dataclass
+class Utterance:
+    start: float  # seconds in the video
+    end: float
+    text: str
+    embedding: np.ndarray | None = None
+    voice: int | None = None  # index into ClipPerception.voices
+
+
+@dataclass
+class VoiceTrack:
+    utterances: list[Utterance]
+    node_id: int | None = None
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        return np.stack([u.embedding for u in self.utterances])
+
+
+@dataclass
+class ClipPerception:
+    clip: MediaClip
+    faces: list[FaceTrack] = field(default_factory=list)
+    utterances: list[Utterance] = field(default_factory=list)
+    voices: list[VoiceTrack] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class Perceiver:
+    def __init__(self, faces: FaceBackend, voices: VoiceBackend | None, asr: ASRBackend | None,
+                 config: PerceptionConfig | None = None):
+        self.faces, self.voices, self.asr = faces, voices, asr
+        self.config = config or PerceptionConfig()
+        self.face_threshold = self.config.face_distance or faces.same_person_distance
+        self.voice_threshold = 1.0 - (self.config.voice_cosine or (voices.same_speaker_cosine if voices else 0.88))
+
+    def face_bank(self, snapshots: dict[int, np.ndarray]) -> IdentityBank:
+        return IdentityBank(self.face_threshold, self.faces.distance, snapshots)
+
+    def voice_bank(self, snapshots: dict[int, np.ndarray]) -> IdentityBank:
+        return IdentityBank(self.voice_threshold, cosine_distance, snapshots)
+
+    def perceive(self, clip: MediaClip, face_bank: IdentityBank, voice_bank: IdentityBank) -> ClipPerception:
+        """Faces in this thread while speech runs in another: the native libraries release the GIL,
+        so the two halves share the cores."""
+        out = ClipPerception(clip)
+        speech = None
+        if self.asr is not None and clip.audio.size:
+            speech = self._pool.submit(self._speech, clip, voice_bank, out)
+        t = time.perf_counter()
+        detections = self._detect_and_embed(clip)
+        out.faces = self._face_tracks(detections, face_bank)
+        out.seconds["faces"] = time.perf_counter() - t
+        if speech is not None:
+            speech.result()
+        return out
+
+    @property
+    def _pool(self):
+        if getattr(self, "_executor", None) is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-speech")
+        return self._executor
+
+    def _speech(self, clip: MediaClip, voice_bank: IdentityBank, out: ClipPerception) -> None:
+        t = time.perf_counter()
+        segments = self.asr.transcribe(clip.audio, SAMPLE_RATE)
+        out.utterances = [Utterance(clip.start + s.start, min(clip.end, clip.start + s.end), s.text)
+                          for s in segments]
+        out.seconds["asr"] = time.perf_counter() - t
+        if self.voices is not None:
+            t = time.perf_counter()
+            out.voices = self._voice_tracks(clip, out.utterances, voice_bank)
+            out.seconds["voices"] = time.perf_counter() - t
+
+    def _detect_and_embed(self, clip: MediaClip) -> list[list[FaceDetection]]:
+        """Faces of every frame, linked into short tracks by box overlap between consecutive frames.
+
+        Embedding is the expensive step, so only a track's first, middle and last faces are
+        embedded; if those disagree (one person replaced another in place), every face is.
+        """
+        tracks: list[list[FaceDetection]] = []
+        previous: list[tuple[FaceDetection, list[FaceDetection]]] = []
+        for i, (frame, ft) in enumerate(zip(clip.frames, clip.frame_times)):
+            current = []
+            for box, score in self.faces.locate(frame):
+                det = self.faces.detection(frame, box, score, i, ft, None)
+                det.frame = frame  # released once embedded
+                match = max(previous, key=lambda p: _iou(p[0].box, box), default=None)
+                if match is not None and _iou(match[0].box, box) >= 0.5:
+                    track = match[1]
+                    previous.remove(match)
+                else:
+                    track = []
+                    tracks.append(track)
+                track.append(det)
+                current.append((det, track))
+            previous = current
+        for track in tracks:
+            picks = sorted({0, len(track) // 2, len(track) - 1})
+            for k in picks:
+                self._embed(track[k])
+            embs = np.stack([track[k].embedding for k in picks])
+            if len(picks) > 1 and float(self.faces.distance(embs, embs).max()) > self.face_threshold:
+                for det in track:
+                    self._embed(det)
+            for det in track:
+                det.__dict__.pop("frame", None)
+        return tracks
+
+    def _embed(self, det: FaceDetection) -> None:
+        if not det.embedding.size:
+            det.embedding = self.faces.embed(det.frame, det.box)
+
+    def _face_tracks(self, tracks: list[list[FaceDetection]], bank: IdentityBank) -> list[FaceTrack]:
+        embedded = [(t, d) for t, track in enumerate(tracks) for d in track if d.embedding.size]
+        if not embedded:
+            return []
+        groups = cluster(np.stack([d.embedding for _, d in embedded]), self.face_threshold, self.faces.distance)
+        label_of = {id(embedded[i][1]): g for g, members in enumerate(groups) for i in members}
+        people: dict[int, list[FaceDetection]] = {}
+        for track in tracks:
+            labels = [label_of[id(d)] for d in track if d.embedding.size]
+            if len(set(labels)) == 1:  # the whole track is one person
+                people.setdefault(labels[0], []).extend(track)
+            else:  # fully embedded mixed track: each face goes to its own group
+                for d in track:
+                    people.setdefault(label_of[id(d)], []).append(d)
+        faces = [FaceTrack(sorted(dets, key=lambda d: d.frame_index)) for _, dets in sorted(people.items())]
+        return _assign(faces, bank)
+
+    def _voice_tracks(self, clip: MediaClip, utterances: list[Utterance], bank: IdentityBank) -> list[VoiceTrack]:
+        usable = []
+        for u in utterances:
+            if u.end - u.start < self.config.min_segment_seconds:
+                continue
+            a = int((u.start - clip.start) * SAMPLE_RATE)
+            b = int((u.end - clip.start) * SAMPLE_RATE)
+            seg = clip.audio[max(0, a) : b]
+            if seg.size < self.config.min_segment_seconds * SAMPLE_RATE * 0.8:
+                continue
+            u.embedding = self.voices.embed(seg, SAMPLE_RATE)
+            usable.append(u)
+        if not usable:
+            return []
+        groups = cluster(np.stack([u.embedding for u in usable]), self.voice_threshold, cosine_distance)
+        tracks = [VoiceTrack([usable[i] for i in g]) for g in groups]
+        tracks = _assign(tracks, bank)
+        # a short fragment (a sentence cut by the clip boundary) may join a known voice, never found one
+        tracks = [tr for tr in tracks if tr.node_id is not None or
+                  sum(u.end - u.start for u in tr.utterances) >= self.config.min_new_voice_seconds]
+        for u in usable:
+            u.voice = None
+        for index, track in enumerate(tracks):
+            for u in track.utterances:
+                u.voice = index
+        return tracks
+
+
+def _assign(tracks, bank: IdentityBank):
+    """Match tracks to nodes; two tracks matching one node are one identity and merge."""
+    by_node: dict[int, object] = {}
+    out = []
+    for track in sorted(tracks, key=lambda tr: -len(tr.embeddings)):
+        node = bank.match(track.embeddings)
+        if node is not None and node in by_node:
+            kept = by_node[node]
+            if hasattr(kept, "detections"):
+                kept.detections.extend(track.detections)
+            else:
+                kept.utterances.extend(track.utterances)
+            continue
+        track.node_id = node
+        if node is not None:
+            by_node[node] = track
+        out.append(track)
+    return out
+
+
+def _iou(a, b) -> float:
+    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0

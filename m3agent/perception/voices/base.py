@@ -1,0 +1,17 @@
+"""The speaker-embedding contract: a unit vector per speech segment, cosine = similarity."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+
+class VoiceBackend(ABC):
+    name: str
+    dim: int
+    same_speaker_cosine: float  # averaged embeddings at or above this are one speaker
+
+    @abstractmethod
+    def embed(self, audio: np.ndarray, sample_rate: int = 16_000) -> np.ndarray:
+        """Unit-norm embedding of one segment of mono float32 audio."""
