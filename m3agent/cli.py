@@ -110,6 +110,31 @@ def cmd_forget(args, config: Config) -> int:
     return 0
 
 
+def cmd_memorize(args, config: Config) -> int:
+    from m3agent.media import MediaError, probe
+    from m3agent.memorize import build_memorizer, build_perceiver, memorize_video
+    from m3agent.memory import MemoryGraph
+    from m3agent.models.embed import build_embedder
+
+    probe(args.video)  # a bad file fails here, before any model loads
+    perceiver, memorizer = build_perceiver(config.memorize), build_memorizer(config.memorize)
+    with MemoryGraph.open(args.memory, config.memory, embedder=build_embedder(config.embedder)) as graph:
+        log_path = args.log or f"{args.memory}.memorize.jsonl"
+        try:
+            report = memorize_video(args.video, graph, perceiver, memorizer, config.memorize, name=args.name,
+                                    log_path=log_path, progress=not args.quiet)
+        except KeyboardInterrupt:
+            done = len(graph.store.clips(graph.resolve_video(args.name or os.path.basename(args.video)).id))
+            print(f"interrupted: {done} clips are saved in {args.memory}; run the same command to resume",
+                  file=sys.stderr)
+            return 130
+        except MediaError as exc:
+            print(f"m3agent memorize: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    _print_json(report.to_dict())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="m3agent", description="Long-term memory of long videos.")
     parser.add_argument("--config", help="TOML config file")
@@ -147,6 +172,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip-seconds", type=float, default=30.0)
     p.set_defaults(func=cmd_import_m3)
 
+    p = sub.add_parser("memorize", help="turn a video into memory (resumes where it stopped)")
+    p.add_argument("video")
+    p.add_argument("--memory", required=True, help="memory DB (created if missing)")
+    p.add_argument("--name", default=None, help="video name in the DB (default: file name)")
+    p.add_argument("--log", default=None, help="JSON-lines log of per-clip stage timings")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_memorize)
+
     p = sub.add_parser("forget", help="remove a character and everything only about it")
     p.add_argument("db")
     p.add_argument("character", help="character_k or <character_k>")
@@ -159,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import pickle
     import sqlite3
 
+    from m3agent.media.probe import MediaError
     from m3agent.memory.errors import MemoryStoreError
 
     parser = build_parser()
@@ -167,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.config, os.environ, args.overrides)
         return int(args.func(args, config) or 0)
-    except (MemoryStoreError, ConfigError, pickle.UnpicklingError, FileNotFoundError) as exc:
+    except (MemoryStoreError, ConfigError, pickle.UnpicklingError, FileNotFoundError, MediaError) as exc:
         print(f"m3agent {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except sqlite3.DatabaseError as exc:  # damage found while reading pages, after a clean open

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+
+log = logging.getLogger(__name__)
+
+
+def _decodable(stream) -> bool:
+    context = getattr(stream, "codec_context", None)
+    return context is not None and bool(getattr(context, "name", None))
 
 
 class MediaError(ValueError):
@@ -44,23 +53,20 @@ def probe(path: str | os.PathLike[str]) -> VideoInfo:
     except (av.error.FFmpegError, UnicodeDecodeError) as exc:
         raise MediaError(f"{p} is not a readable video: {exc}") from exc
     with container:
-        vstreams = [s for s in container.streams.video]
-        astreams = [s for s in container.streams.audio]
-        if not vstreams and not astreams:
-            raise MediaError(f"{p} has no video or audio stream")
-        vs = vstreams[0] if vstreams else None
-        as_ = astreams[0] if astreams else None
+        vs = next((s for s in container.streams.video if _decodable(s)), None)
+        as_ = next((s for s in container.streams.audio if _decodable(s)), None)
+        if vs is None and as_ is None:
+            tags = [getattr(s, "codec_tag", "?") for s in container.streams]
+            what = f"no stream it can decode (codecs {tags})" if tags else "no video or audio stream"
+            raise MediaError(f"{p} has {what}: unsupported codec or not a video")
+        if vs is None and container.streams.video:
+            log.warning("%s: the video stream's codec cannot be decoded here; using the audio only", p)
         duration = 0.0
         if container.duration:
             duration = container.duration / 1_000_000
         for s in (vs, as_):
             if s is not None and s.duration and s.time_base:
                 duration = max(duration, float(s.duration * s.time_base))
-        if vs is not None:
-            try:
-                av.codec.Codec(vs.codec_context.name, "r")
-            except Exception as exc:
-                raise MediaError(f"{p}: video codec {vs.codec_context.name!r} cannot be decoded here") from exc
         fps = float(vs.average_rate) if vs is not None and vs.average_rate else 0.0
         return VideoInfo(
             path=str(p),

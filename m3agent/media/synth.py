@@ -97,6 +97,6 @@ def build_episode(scenes: list[Scene], out_path: str | Path, *, width: int = 128
         listing.write_text("".join(f"file '{p}'\n" for p in parts))
         out_path.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([ffmpeg, "-y", "-loglevel", "error", "-f", "concat", "-safe", "0", "-i", str(listing),
-                        "-c", "copy", str(out_path)], check=True, capture_output=True)
+                        "-c", "copy", "-movflags", "+faststart", str(out_path)], check=True, capture_output=True)
     out_path.with_suffix(".json").write_text(json.dumps([asdict(s) for s in timings], indent=1))
     return timings
