@@ -157,8 +157,9 @@ def _commit_clip(graph, video_id, perception: ClipPerception, memorizer: Memoriz
         for track in perception.faces:
             dets = sorted(track.detections, key=_crop_quality, reverse=True)
             crops = [(_jpeg(d.crop), _crop_quality(d)) for d in dets[: config.crops_per_clip]]
-            node = batch.face([d.embedding for d in dets], node_id=track.node_id, crops=crops,
-                              qualities=[_crop_quality(d) for d in dets])
+            embedded = [d for d in dets if d.embedding.size]
+            node = batch.face([d.embedding for d in embedded], node_id=track.node_id, crops=crops,
+                              qualities=[_crop_quality(d) for d in embedded])
             face_ids.append(node)
             face_bank.update(node, track.embeddings, snapshots_face)
         voice_ids = []
