@@ -7,6 +7,7 @@ corrupt or foreign memory DB is reported in one line with exit code 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -135,6 +136,36 @@ def cmd_memorize(args, config: Config) -> int:
     return 0
 
 
+def cmd_memorize_batch(args, config: Config) -> int:
+    from m3agent.batch import plan_jobs, read_video_list, run_local, run_ray, summary_table
+
+    jobs = plan_jobs(read_video_list(args.list), args.memory_dir)
+    if not jobs:
+        print("m3agent memorize-batch: the list holds no video", file=sys.stderr)
+        return EXIT_USAGE
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), unit="video", disable=args.quiet)
+
+    def on_status(status) -> None:
+        bar.update(1)
+        bar.set_postfix_str(f"{status.name}: {status.status}")
+
+    if args.ray:
+        results = run_ray(jobs, config, args.ray, args.retries, on_status=on_status)
+    else:
+        results = run_local(jobs, config, args.workers, args.retries, on_status=on_status)
+    bar.close()
+    summary = [dataclasses.asdict(r) for r in results]
+    with open(os.path.join(args.memory_dir, "batch_status.json"), "w") as fh:
+        json.dump(summary, fh, indent=1)
+    if args.json:
+        _print_json(summary)
+    else:
+        print(summary_table(results))
+    return 0 if all(r.status != "failed" for r in results) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="m3agent", description="Long-term memory of long videos.")
     parser.add_argument("--config", help="TOML config file")
@@ -179,6 +210,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log", default=None, help="JSON-lines log of per-clip stage timings")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_memorize)
+
+    p = sub.add_parser("memorize-batch", help="memorize many videos, one DB each (local workers or Ray)")
+    p.add_argument("list", help="text file: a video path per line (or JSON lines with video, name)")
+    p.add_argument("--memory-dir", required=True)
+    p.add_argument("--workers", type=int, default=1, help="local worker processes")
+    p.add_argument("--ray", default=None, metavar="ADDRESS", help="run on a Ray cluster ('local' starts one here)")
+    p.add_argument("--retries", type=int, default=1)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_memorize_batch)
 
     p = sub.add_parser("forget", help="remove a character and everything only about it")
     p.add_argument("db")

@@ -7,7 +7,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-
 log = logging.getLogger(__name__)
 
 
