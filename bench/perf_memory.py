@@ -233,9 +233,9 @@ def render(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
+def write_section(path: Path, section: str, head: str = "## Memory core: insert and search") -> None:
+    """Replace the section starting with ``head`` (up to the next ``## ``) or append it."""
     text = path.read_text() if path.exists() else "# Benchmarks\n\nNumbers measured by the scripts in `bench/`.\n\n"
-    head = "## Memory core: insert and search"
     if head in text:
         start = text.index(head)
         end = text.find("\n## ", start + 1)

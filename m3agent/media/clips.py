@@ -43,6 +43,10 @@ def _video_frames(path: str, start: float, fps: float, max_side: int) -> Iterato
     with av.open(path) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
+        rate = float(stream.average_rate or 0)
+        if rate and fps * 3 <= rate:
+            # sampling far below the frame rate: frames no other frame refers to need no decoding
+            stream.codec_context.skip_frame = "NONREF"
         if start > 0:
             container.seek(int(start * 1_000_000), any_frame=False, backward=True)
         step = 1.0 / fps

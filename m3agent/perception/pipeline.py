@@ -120,8 +120,8 @@ class Perceiver:
     def _detect_and_embed(self, clip: MediaClip) -> list[list[FaceDetection]]:
         """Faces of every frame, linked into short tracks by box overlap between consecutive frames.
 
-        Embedding is the expensive step, so only a track's first, middle and last faces are
-        embedded; if those disagree (one person replaced another in place), every face is.
+        Embedding is the expensive step, so only a track's first and last faces are embedded;
+        if those disagree (one person replaced another in place), every face is.
         """
         tracks: list[list[FaceDetection]] = []
         previous: list[tuple[FaceDetection, list[FaceDetection]]] = []
@@ -141,7 +141,7 @@ class Perceiver:
                 current.append((det, track))
             previous = current
         for track in tracks:
-            picks = sorted({0, len(track) // 2, len(track) - 1})
+            picks = sorted({0, len(track) - 1})
             for k in picks:
                 self._embed(track[k])
             embs = np.stack([track[k].embedding for k in picks])
