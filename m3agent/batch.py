@@ -11,6 +11,7 @@ import dataclasses
 import io
 import json
 import logging
+import multiprocessing
 import os
 import re
 import time
@@ -140,7 +141,8 @@ def run_local(jobs: list[VideoJob], config: Config, workers: int = 1, retries: i
             if on_status:
                 on_status(results[-1])
         return results
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # spawn, not fork: a forked child inherits the parent's model threads and locks and can hang
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(memorize_job, job, config, retries): job for job in jobs}
         for future in as_completed(futures):
             job = futures[future]
