@@ -83,8 +83,22 @@ class PerceptionConfig:
 
 
 @dataclass(frozen=True)
+class ChatConfig:
+    """A chat model. Backends: ``scripted`` (tests, dry runs); the served and local ones register
+    with the control-process work (openai, vllm, transformers, llamacpp)."""
+
+    backend: str = ""
+    model: str = ""
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 120.0
+
+
+@dataclass(frozen=True)
 class MemorizeConfig:
-    memorizer: str = "grounded"
+    memorizer: str = "grounded"  # or "chat": a VLM through ``chat`` describes each clip
+    chat: ChatConfig = field(default_factory=ChatConfig)
+    chat_retries: int = 1
     crops_per_clip: int = 2
     perception: PerceptionConfig = field(default_factory=PerceptionConfig)
 

@@ -196,4 +196,9 @@ def build_perceiver(config: MemorizeConfig) -> Perceiver:
 def build_memorizer(config: MemorizeConfig) -> Memorizer:
     from m3agent import registry
 
+    if config.memorizer == "chat":
+        if not config.chat.backend:
+            raise ValueError("memorize.memorizer=chat needs a chat model: set memorize.chat.backend")
+        chat = registry.create("chat", config.chat.backend)
+        return registry.create("memorizer", "chat", chat=chat, retries=config.chat_retries)
     return registry.create("memorizer", config.memorizer)

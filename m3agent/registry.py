@@ -20,7 +20,11 @@ _BACKENDS: dict[str, dict[str, str]] = {
     },
     "voice": {"resemblyzer": "m3agent.perception.voices.resemblyzer:ResemblyzerVoiceBackend"},
     "asr": {"faster-whisper": "m3agent.perception.asr.faster_whisper:FasterWhisperASR"},
-    "memorizer": {"grounded": "m3agent.memorizers.grounded:GroundedMemorizer"},
+    "memorizer": {
+        "grounded": "m3agent.memorizers.grounded:GroundedMemorizer",
+        "chat": "m3agent.memorizers.chat:ChatMemorizer",
+    },
+    "chat": {"scripted": "m3agent.models.llm.scripted:ScriptedChat"},
     "vector_index": {
         "flat": "m3agent.memory.index.flat:FlatIndex",
         "ivf": "m3agent.memory.index.ivf:IVFIndex",

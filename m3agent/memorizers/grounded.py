@@ -25,7 +25,7 @@ _NOT_NAMES = {"Not", "So", "Very", "Just", "Going", "Here", "Sorry", "Fine", "Go
 
 
 def clock(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
+    seconds = max(0, int(seconds))  # a timestamp: the second it falls in
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
