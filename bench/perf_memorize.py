@@ -58,11 +58,11 @@ def purity(export: dict, timings) -> dict:
 
 def run(minutes: float) -> dict:
     from m3agent.config import load_config
+    from m3agent.demo import scenes
     from m3agent.media.synth import build_episode
     from m3agent.memorize import build_memorizer, build_perceiver, memorize_video
     from m3agent.memory import MemoryGraph
     from m3agent.models.embed import build_embedder
-    from tests.episode import scenes
 
     tmp = Path(tempfile.mkdtemp(prefix="m3mem-"))
     base = scenes()

@@ -166,6 +166,16 @@ def cmd_memorize_batch(args, config: Config) -> int:
     return 0 if all(r.status != "failed" for r in results) else 1
 
 
+def cmd_demo(args, config: Config) -> int:
+    from m3agent.demo import run_demo
+
+    workdir = args.workdir or os.path.join(os.path.expanduser("~"), ".cache", "m3agent", "demo")
+    summary = run_demo(workdir, config, questions=args.question or None)
+    if args.json:
+        _print_json(summary)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="m3agent", description="Long-term memory of long videos.")
     parser.add_argument("--config", help="TOML config file")
@@ -220,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_memorize_batch)
+
+    p = sub.add_parser("demo", help="build the sample episode, memorize it and answer questions about it")
+    p.add_argument("--workdir", default=None, help="where the video and memory DB go (default ~/.cache/m3agent/demo)")
+    p.add_argument("--question", action="append", default=[], help="ask this instead (repeatable)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("forget", help="remove a character and everything only about it")
     p.add_argument("db")

@@ -99,7 +99,7 @@ class ChatMemorizer(Memorizer):
         known = {("face", n) for n in face_ids} | {("voice", n) for n in voice_ids}
         messages = self._messages(perception, face_ids, voice_ids)
         lines = None
-        for attempt in range(self.retries + 1):
+        for _ in range(self.retries + 1):
             try:
                 reply = self.chat.chat(messages, max_tokens=self.max_tokens, temperature=0.0)
             except Exception as exc:  # a failing server must not lose the clip

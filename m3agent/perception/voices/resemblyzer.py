@@ -14,7 +14,11 @@ class ResemblyzerVoiceBackend(VoiceBackend):
     same_speaker_cosine = 0.88
 
     def __init__(self, device: str = "cpu"):
-        from resemblyzer import VoiceEncoder
+        import warnings
+
+        with warnings.catch_warnings():  # its webrtcvad dependency imports the deprecated pkg_resources
+            warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+            from resemblyzer import VoiceEncoder
 
         self._encoder = VoiceEncoder(device=device, verbose=False)
 
