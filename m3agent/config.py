@@ -67,6 +67,7 @@ class PerceptionConfig:
     clip_seconds: float = 30.0
     fps: float = 1.0
     max_side: int = 960  # frames are decoded at most this large (faces are found at this scale)
+    decoder: str = "pyav"  # or "decord" (pip install decord)
     device: str = "cpu"
     face_backend: str = "dlib"
     face_model_dir: str = ""  # insightface buffalo_l lives here

@@ -113,7 +113,8 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
         bar = tqdm(total=n_clips, initial=first, unit="clip", desc=name[:30], dynamic_ncols=True)
     started = time.perf_counter()
     try:
-        clips = iter_clips(path, pc.clip_seconds, pc.fps, start_clip=first, max_side=pc.max_side, info=info)
+        clips = iter_clips(path, pc.clip_seconds, pc.fps, start_clip=first, max_side=pc.max_side, info=info,
+                           decoder=pc.decoder)
         while True:
             t0 = time.perf_counter()
             clip = next(clips, None)

@@ -108,3 +108,19 @@ def test_truncated_file_yields_what_was_readable(tmp_path, short_video):
     clips = list(iter_clips(cut, 8, 1))
     assert clips and clips[0].frames
     assert len(clips) <= 3
+
+
+def test_decord_reader_matches_pyav(short_video):
+    pytest.importorskip("decord", reason="decord is optional (pip install 'm3agent[decord]')")
+    a = list(iter_clips(short_video, 8, 1, max_side=640))
+    b = list(iter_clips(short_video, 8, 1, max_side=640, decoder="decord"))
+    assert [len(c.frames) for c in a] == [len(c.frames) for c in b]
+    for x, y in zip(a, b):
+        assert x.frame_times == pytest.approx(y.frame_times, abs=0.1)  # within ~2 frames
+        assert x.frames[0].shape == y.frames[0].shape
+        assert np.abs(x.frames[0].astype(int) - y.frames[0].astype(int)).mean() < 8
+        assert len(x.audio) == len(y.audio)
+    resumed = list(iter_clips(short_video, 8, 1, start_clip=2, decoder="decord"))
+    assert [c.index for c in resumed] == [2] and resumed[0].frame_times[0] >= 16
+    with pytest.raises(ValueError, match="unknown decoder"):
+        next(iter_clips(short_video, 8, 1, decoder="opencv"))

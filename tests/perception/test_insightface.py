@@ -1,0 +1,42 @@
+"""The production face backend. Its weights (buffalo_l) never ship in a package, so the real test
+runs only where ``M3AGENT_INSIGHTFACE_DIR`` points at them and insightface is installed."""
+
+import os
+
+import numpy as np
+import pytest
+
+from m3agent import registry
+
+
+def test_missing_model_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="buffalo_l"):
+        registry.create("face", "insightface", model_dir=str(tmp_path))
+
+
+def test_cosine_distance_contract():
+    from m3agent.perception.faces.insightface import InsightFaceBackend, _iou
+
+    backend = InsightFaceBackend.__new__(InsightFaceBackend)
+    a = np.array([[1.0, 0.0], [0.0, 2.0]])
+    assert np.allclose(backend.distance(a, a), [[0.0, 1.0], [1.0, 0.0]])
+    assert _iou((0, 0, 10, 10), (5, 0, 15, 10)) == pytest.approx(1 / 3)
+
+
+@pytest.mark.models
+def test_buffalo_l_on_shared_photos():
+    model_dir = os.environ.get("M3AGENT_INSIGHTFACE_DIR")
+    if not model_dir:
+        pytest.skip("set M3AGENT_INSIGHTFACE_DIR to a folder with models/buffalo_l to run this test")
+    pytest.importorskip("insightface", reason="insightface is not installed (pip install 'm3agent[gpu]')")
+    from PIL import Image
+
+    from tests.episode import FACES
+
+    backend = registry.create("face", "insightface", model_dir=model_dir)
+    a = backend.detect(np.asarray(Image.open(FACES / "obama.jpg").convert("RGB")))
+    b = backend.detect(np.asarray(Image.open(FACES / "obama2.jpg").convert("RGB")))
+    c = backend.detect(np.asarray(Image.open(FACES / "biden.jpg").convert("RGB")))
+    assert a and b and c and a[0].embedding.shape == (512,)
+    assert backend.distance(a[0].embedding, b[0].embedding)[0, 0] < backend.same_person_distance
+    assert backend.distance(a[0].embedding, c[0].embedding)[0, 0] > backend.same_person_distance
