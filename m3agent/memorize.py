@@ -21,6 +21,7 @@ import numpy as np
 
 from m3agent.config import MemorizeConfig
 from m3agent.media import MediaError, iter_clips, probe
+from m3agent.media.clips import prefetch
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
 from m3agent.perception.pipeline import ClipPerception, Perceiver
@@ -113,14 +114,14 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
         bar = tqdm(total=n_clips, initial=first, unit="clip", desc=name[:30], dynamic_ncols=True)
     started = time.perf_counter()
     try:
-        clips = iter_clips(path, pc.clip_seconds, pc.fps, start_clip=first, max_side=pc.max_side, info=info,
-                           decoder=pc.decoder)
+        clips = prefetch(iter_clips(path, pc.clip_seconds, pc.fps, start_clip=first, max_side=pc.max_side,
+                                    info=info, decoder=pc.decoder))
         while True:
             t0 = time.perf_counter()
             clip = next(clips, None)
             if clip is None:
                 break
-            stages = {"decode": time.perf_counter() - t0}
+            stages = {"decode (wait)": time.perf_counter() - t0}
             if clip.index in done:
                 continue
             perception = perceiver.perceive(clip, face_bank, voice_bank)

@@ -109,7 +109,7 @@ def test_stage_log_and_report(episode_graph):
     _, report, _, db = episode_graph
     rows = [json.loads(line) for line in open(str(db) + ".log")]
     assert [r["clip"] for r in rows] == [0, 1, 2, 3, 4]
-    assert {"decode", "faces", "asr", "voices"} <= set(rows[0]["seconds"])
+    assert {"decode (wait)", "faces", "asr", "voices"} <= set(rows[0]["seconds"])
     assert report.realtime_factor > 1
 
 

@@ -190,3 +190,42 @@ def iter_clips(path: str | os.PathLike[str], clip_seconds: float = 30.0, fps: fl
             yield clip
         if failed:
             return
+
+
+def prefetch(clips: Iterator[MediaClip], depth: int = 1) -> Iterator[MediaClip]:
+    """Decode the next clip in a background thread while the caller works on this one (PyAV
+    releases the GIL while decoding). At most ``depth`` clips wait, so memory stays bounded."""
+    import queue
+    import threading
+
+    done = object()
+    slots: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for clip in clips:
+                while not stop.is_set():
+                    try:
+                        slots.put(clip, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            slots.put(done)
+        except BaseException as exc:  # hand decoding errors to the consumer
+            slots.put(exc)
+
+    worker = threading.Thread(target=produce, name="m3-decode", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = slots.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()

@@ -22,7 +22,7 @@ class FasterWhisperASR(ASRBackend):
     name = "faster-whisper"
 
     def __init__(self, model: str = "", device: str = "cpu", compute_type: str = "int8", language: str | None = "en",
-                 beam_size: int = 1, cpu_threads: int = 0, vad_filter: bool = True):
+                 beam_size: int = 1, cpu_threads: int = 1, vad_filter: bool = True):
         from faster_whisper import WhisperModel
 
         path = str(bundled_whisper_dir()) if not model else model
