@@ -22,24 +22,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def person_at(timings, t, speech=False, window=0.3):
-    def overlap(s):
-        lo, hi = (s.speech_start, s.speech_end) if speech else (s.start, s.end)
-        return min(hi, t + window) - max(lo, t - window)
-
-    best = max(timings, key=overlap)
-    return best.person if overlap(best) > 0 else None
-
-
 def purity(export: dict, timings) -> dict:
+    from m3agent.media.synth import who_at
+
     face_people, voice_people = {}, {}
     for node in export["nodes"]:
         if node["kind"] == "episodic" and "on screen" in (node["text"] or ""):
             times = [int(m) * 60 + int(s) for m, s in re.findall(r"(\d\d):(\d\d)", node["text"])]
             for face in node["entities"]:
-                face_people.setdefault(face, set()).add(person_at(timings, sum(times) / len(times)))
+                face_people.setdefault(face, set()).add(who_at(timings, sum(times) / len(times), window=0.3))
         if node["kind"] == "voice":
-            voice_people[node["id"]] = {person_at(timings, (s["start"] + s["end"]) / 2, speech=True)
+            voice_people[node["id"]] = {who_at(timings, (s["start"] + s["end"]) / 2, speech=True)
                                         for s in node.get("segments", [])}
     people = {s.person for s in timings if s.person}
 

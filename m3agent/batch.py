@@ -153,6 +153,10 @@ def run_local(jobs: list[VideoJob], config: Config, workers: int = 1, retries: i
             results.append(status)
             if on_status:
                 on_status(status)
+    return _in_job_order(results, jobs)
+
+
+def _in_job_order(results: list[JobStatus], jobs: list[VideoJob]) -> list[JobStatus]:
     order = {job.db: i for i, job in enumerate(jobs)}
     return sorted(results, key=lambda s: order[s.db])
 
@@ -187,8 +191,7 @@ def run_ray(jobs: list[VideoJob], config: Config, address: str | None, retries: 
             results.append(status)
             if on_status:
                 on_status(status)
-        order = {job.db: i for i, job in enumerate(jobs)}
-        return sorted(results, key=lambda s: order[s.db])
+        return _in_job_order(results, jobs)
     finally:
         if started:
             ray.shutdown()

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from m3agent.config import MemorizeConfig, load_config
-from m3agent.media.synth import Scene, build_episode
+from m3agent.media.synth import Scene, build_episode, who_at
 from m3agent.memorize import build_memorizer, build_perceiver, memorize_video
 from m3agent.memory import MemoryGraph
 from m3agent.models.embed import build_embedder
@@ -39,14 +39,6 @@ def episode_graph(episode_video, stack, tmp_path_factory):
     graph.close()
 
 
-def person_at(timings, t, speech=False, window=0.5):
-    """The person whose scene (or speech) overlaps [t - window, t + window] the most."""
-    def overlap(s):
-        lo, hi = (s.speech_start, s.speech_end) if speech else (s.start, s.end)
-        return min(hi, t + window) - max(lo, t - window)
-
-    best = max(timings, key=overlap)
-    return best.person if overlap(best) > 0 else None
 
 
 def test_each_person_is_one_face_node_and_one_voice_node(episode_graph):
@@ -62,14 +54,14 @@ def test_each_person_is_one_face_node_and_one_voice_node(episode_graph):
         if node["kind"] == "episodic" and "on screen" in node["text"]:
             (face,) = node["entities"]
             times = [int(x[:2]) * 60 + int(x[3:]) for x in __import__("re").findall(r"\d\d:\d\d", node["text"])]
-            people = {person_at(timings, sum(times) / len(times), window=0.3)}  # the span's middle
+            people = {who_at(timings, sum(times) / len(times), window=0.3)}  # the span's middle
             assert None not in people, node["text"]
             face_person.setdefault(face, set()).update(people)
     assert all(len(p) == 1 for p in face_person.values())
     assert sorted(next(iter(p)) for p in face_person.values()) == sorted(PEOPLE)
     voice_person = {}
     for v in voices:
-        people = {person_at(timings, (s["start"] + s["end"]) / 2, speech=True) for s in v["segments"]}
+        people = {who_at(timings, (s["start"] + s["end"]) / 2, speech=True) for s in v["segments"]}
         assert len(people) == 1, (v["id"], people)
         voice_person[v["id"]] = people.pop()
     assert sorted(voice_person.values()) == sorted(PEOPLE)

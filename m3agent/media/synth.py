@@ -100,3 +100,14 @@ def build_episode(scenes: list[Scene], out_path: str | Path, *, width: int = 128
                         "-c", "copy", "-movflags", "+faststart", str(out_path)], check=True, capture_output=True)
     out_path.with_suffix(".json").write_text(json.dumps([asdict(s) for s in timings], indent=1))
     return timings
+
+
+def who_at(timings: list[SceneTiming], t: float, speech: bool = False, window: float = 0.5) -> str | None:
+    """Ground truth: the person whose scene (or speech) overlaps ``[t - window, t + window]`` most."""
+
+    def overlap(s: SceneTiming) -> float:
+        lo, hi = (s.speech_start, s.speech_end) if speech else (s.start, s.end)
+        return min(hi, t + window) - max(lo, t - window)
+
+    best = max(timings, key=overlap)
+    return best.person if overlap(best) > 0 else None

@@ -11,7 +11,7 @@ import numpy as np
 from m3agent.config import PerceptionConfig
 from m3agent.media.clips import SAMPLE_RATE, MediaClip
 from m3agent.perception.asr.base import ASRBackend
-from m3agent.perception.faces.base import FaceBackend, FaceDetection
+from m3agent.perception.faces.base import FaceBackend, FaceDetection, iou
 from m3agent.perception.identity import IdentityBank, cluster, cosine_distance
 from m3agent.perception.voices.base import VoiceBackend
 
@@ -130,8 +130,8 @@ class Perceiver:
             for box, score in self.faces.locate(frame):
                 det = self.faces.detection(frame, box, score, i, ft, None)
                 det.frame = frame  # released once embedded
-                match = max(previous, key=lambda p: _iou(p[0].box, box), default=None)
-                if match is not None and _iou(match[0].box, box) >= 0.5:
+                match = max(previous, key=lambda p: iou(p[0].box, box), default=None)
+                if match is not None and iou(match[0].box, box) >= 0.5:
                     track = match[1]
                     previous.remove(match)
                 else:
@@ -220,10 +220,3 @@ def _assign(tracks, bank: IdentityBank):
         out.append(track)
     return out
 
-
-def _iou(a, b) -> float:
-    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0

@@ -15,12 +15,13 @@ def test_missing_model_dir_is_a_clear_error(tmp_path):
 
 
 def test_cosine_distance_contract():
-    from m3agent.perception.faces.insightface import InsightFaceBackend, _iou
+    from m3agent.perception.faces.base import iou
+    from m3agent.perception.faces.insightface import InsightFaceBackend
 
     backend = InsightFaceBackend.__new__(InsightFaceBackend)
     a = np.array([[1.0, 0.0], [0.0, 2.0]])
     assert np.allclose(backend.distance(a, a), [[0.0, 1.0], [1.0, 0.0]])
-    assert _iou((0, 0, 10, 10), (5, 0, 15, 10)) == pytest.approx(1 / 3)
+    assert iou((0, 0, 10, 10), (5, 0, 15, 10)) == pytest.approx(1 / 3)
 
 
 @pytest.mark.models

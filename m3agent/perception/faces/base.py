@@ -68,6 +68,15 @@ def sharpness(gray: np.ndarray) -> float:
     return float(lap.var())
 
 
+def iou(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> float:
+    """Intersection over union of two ``(left, top, right, bottom)`` boxes."""
+    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
 def crop_box(frame: np.ndarray, box: tuple[int, int, int, int], margin: float = 0.25) -> np.ndarray:
     left, top, right, bottom = box
     h, w = frame.shape[:2]

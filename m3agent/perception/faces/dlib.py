@@ -3,19 +3,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
+from m3agent.models.bundled import bundled_dir
 from m3agent.perception.faces.base import FaceBackend
-
-
-def _models_dir() -> Path:
-    spec = importlib.util.find_spec("face_recognition_models")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("face weights missing: pip install face-recognition-models==0.3.0")
-    return Path(next(iter(spec.submodule_search_locations))) / "models"
 
 
 class DlibFaceBackend(FaceBackend):
@@ -26,7 +17,7 @@ class DlibFaceBackend(FaceBackend):
     def __init__(self, min_score: float = 0.5, upsample: int = 0, min_size: int = 40, max_side: int = 960):
         import dlib
 
-        models = _models_dir()
+        models = bundled_dir("face_recognition_models", "models", "face-recognition-models==0.3.0")
         self._detector = dlib.get_frontal_face_detector()
         self._shape = dlib.shape_predictor(str(models / "shape_predictor_5_face_landmarks.dat"))
         self._encoder = dlib.face_recognition_model_v1(str(models / "dlib_face_recognition_resnet_model_v1.dat"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from m3agent.perception.faces.base import FaceBackend
+from m3agent.perception.faces.base import FaceBackend, iou
 
 
 class InsightFaceBackend(FaceBackend):
@@ -56,13 +56,6 @@ class InsightFaceBackend(FaceBackend):
         faces = self._faces(frame)
         if not faces:
             raise ValueError("no face at the given box")
-        best = max(faces, key=lambda f: _iou(tuple(int(v) for v in f.bbox), box))
+        best = max(faces, key=lambda f: iou(tuple(int(v) for v in f.bbox), box))
         return np.asarray(best.normed_embedding, np.float32)
 
-
-def _iou(a, b) -> float:
-    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0

