@@ -139,6 +139,8 @@ class ClipBatch:
                 line.vector = vector
         for line in self._lines:
             line.vector = np.asarray(line.vector, np.float32).reshape(-1)
+            if graph.dim == 0:  # the first vectors of a DB written without an embedder set its size
+                graph.dim = line.vector.shape[0]
             if line.vector.shape[0] != graph.dim:
                 raise ValueError(f"vector of {line.text!r} has {line.vector.shape[0]} dims, DB uses {graph.dim}")
         with graph._write_lock:

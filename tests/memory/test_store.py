@@ -174,3 +174,16 @@ def test_db_size_stays_small_per_text_node(tmp_path, embedder):
     graph.close()
     per_node = (tmp_path / "size.db").stat().st_size / 1000
     assert per_node - 512 * 4 < 1024, per_node  # the row, edges and page slack stay under 1 KiB
+
+
+def test_precomputed_vectors_without_an_embedder(tmp_path):
+    graph = MemoryGraph.open(tmp_path / "plain.db")
+    video = graph.add_video("v")
+    with graph.clip(video, 0, 0, 30) as b:
+        b.episodic("a line with its own vector", vector=[1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="has 2 dims, DB uses 3"):
+        with graph.clip(video, 1, 30, 60) as b:
+            b.episodic("a vector of the wrong size", vector=[1.0, 0.0])
+    hits = graph.vectors.top_lines([[1.0, 0.0, 0.0]], [video], None, 5)
+    assert hits.ids.tolist() == [0] and graph.store.meta()["dim"] == "3"
+    graph.close()
