@@ -105,10 +105,21 @@ class MemorizeConfig:
 
 
 @dataclass(frozen=True)
+class ControlConfig:
+    """The search/answer loop (M3-Agent: H = 5 rounds)."""
+
+    max_rounds: int = 5
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    chat: ChatConfig = field(default_factory=ChatConfig)
+
+
+@dataclass(frozen=True)
 class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     memorize: MemorizeConfig = field(default_factory=MemorizeConfig)
+    control: ControlConfig = field(default_factory=ControlConfig)
 
 
 class ConfigError(ValueError):
