@@ -229,8 +229,8 @@ class MemoryGraph:
         if key not in self._characters:
             entities = {
                 node_id: kind
-                for node_id, _, kind, _ in self.store.entity_rows(video_id)
-                if before_clip is None or self._first_clip(node_id) <= before_clip
+                for node_id, kind, first_clip in self.store.entity_first_clips(video_id)
+                if before_clip is None or first_clip <= before_clip
             }
             eq_nodes = [
                 n for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC)
@@ -258,13 +258,6 @@ class MemoryGraph:
             if _visible(n, before_clip)
         ]
         return character_names(cmap, lines)
-
-    def _first_clip(self, node_id: int) -> int:
-        return self._clip_of(node_id)
-
-    def _clip_of(self, node_id: int) -> int:
-        row = self.store.conn.execute("SELECT clip FROM nodes WHERE id = ?", (node_id,)).fetchone()
-        return int(row[0]) if row and row[0] is not None else -1
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, **kwargs):
