@@ -166,6 +166,56 @@ def cmd_memorize_batch(args, config: Config) -> int:
     return 0 if all(r.status != "failed" for r in results) else 1
 
 
+def _controller(graph, config: Config):
+    from m3agent.control import Controller
+    from m3agent.models.llm import build_chat
+
+    return Controller(graph, build_chat(config.control.chat), config.control)
+
+
+def _format_hits(hits: list[dict]) -> str:
+    return ", ".join(f"{h['clip']} ({h['start']:.0f}-{h['end']:.0f} s)" for h in hits) or "none"
+
+
+def cmd_ask(args, config: Config) -> int:
+    with _open(args, config, readonly=True) as graph:
+        answer = _controller(graph, config).answer(args.question, video=args.video, before_clip=args.before_clip)
+    if args.json:
+        _print_json(answer.to_dict())
+        return 0
+    print(answer.answer or "(no answer)")
+    for number, step in enumerate(answer.rounds):
+        label = "seed" if step.by == "seed" else f"round {number if answer.rounds[0].by == 'seed' else number + 1}"
+        if step.action == "search":
+            print(f"  {label}: search {step.content!r} -> clips {_format_hits(step.hits)}")
+        else:
+            print(f"  {label}: answer")
+    model_rounds = sum(1 for r in answer.rounds if r.by == "model")
+    print(f"  {answer.seconds:.1f} s, {model_rounds} model rounds, {answer.tokens} tokens")
+    return 0
+
+
+def cmd_qa(args, config: Config) -> int:
+    from tqdm import tqdm
+
+    from m3agent.qa import read_questions, run_qa
+
+    items = read_questions(args.questions)
+    if not items:
+        print(f"m3agent qa: error: {args.questions} holds no question", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.out or os.path.splitext(args.questions)[0] + ".answers.jsonl"
+    if args.batch:
+        config = dataclasses.replace(config, control=dataclasses.replace(config.control, batch_size=args.batch))
+    with _open(args, config, readonly=True) as graph:
+        controller = _controller(graph, config)
+        with tqdm(total=len(items), unit="question", disable=args.quiet) as bar:
+            report = run_qa(controller, items, out, config.control,
+                            on_done=bar.update)
+    print(f"{report.summary()}; answers in {out}")
+    return 0 if report.failed == 0 else 1
+
+
 def cmd_demo(args, config: Config) -> int:
     from m3agent.demo import run_demo
 
@@ -231,6 +281,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_memorize_batch)
 
+    p = sub.add_parser("ask", help="answer a question from memory (multi-round search by the control model)")
+    p.add_argument("db")
+    p.add_argument("question")
+    p.add_argument("--before-clip", type=int, default=None, help="see only clips 0..N (inclusive)")
+    p.add_argument("--video", default=None, help="video name or id (default: the only one)")
+    p.add_argument("--json", action="store_true", help='print {"answer", "rounds", "seconds", ...}')
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("qa", help="answer a JSON-lines file of questions (batched, resumable)")
+    p.add_argument("db")
+    p.add_argument("questions", help='JSON lines {"question", "id", "before_clip", "video"} or one question a line')
+    p.add_argument("--out", default=None, help="answers, JSON lines (default: QUESTIONS.answers.jsonl)")
+    p.add_argument("--batch", type=int, default=None, help="questions moved through their rounds together")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_qa)
+
     p = sub.add_parser("demo", help="build the sample episode, memorize it and answer questions about it")
     p.add_argument("--workdir", default=None, help="where the video and memory DB go (default ~/.cache/m3agent/demo)")
     p.add_argument("--question", action="append", default=[], help="ask this instead (repeatable)")
@@ -251,6 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from m3agent.media.probe import MediaError
     from m3agent.memory.errors import MemoryStoreError
+    from m3agent.models.bundled import ModelNotFoundError
+    from m3agent.models.llm.base import ChatError, ChatUnavailableError
+    from m3agent.qa import QuestionFileError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -258,9 +327,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.config, os.environ, args.overrides)
         return int(args.func(args, config) or 0)
-    except (MemoryStoreError, ConfigError, pickle.UnpicklingError, FileNotFoundError, MediaError) as exc:
+    except (MemoryStoreError, ConfigError, pickle.UnpicklingError, FileNotFoundError, MediaError,
+            QuestionFileError, ChatUnavailableError, ModelNotFoundError) as exc:
         print(f"m3agent {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ChatError as exc:  # the model server failed for good (after its retries)
+        print(f"m3agent {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     except sqlite3.DatabaseError as exc:  # damage found while reading pages, after a clean open
         print(f"m3agent {args.command}: error: {getattr(args, 'db', '')} is corrupt: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -45,7 +45,7 @@ class SearchConfig:
     """M3-Agent search semantics: clip-level top-k with a score threshold."""
 
     top_k: int = 2
-    threshold: float = 0.5
+    threshold: float | None = None  # None: the embedder's relevance_threshold (M3-Agent: 0.5)
     line_top_k: int = 20  # lines returned for a "character id" query
     max_query_variants: int = 100
 
@@ -85,14 +85,26 @@ class PerceptionConfig:
 
 @dataclass(frozen=True)
 class ChatConfig:
-    """A chat model. Backends: ``scripted`` (tests, dry runs); the served and local ones register
-    with the control-process work (openai, vllm, transformers, llamacpp)."""
+    """A chat model. ``backend``: ``auto`` (the embedded SmolLM2 GGUF through llama-cpp-python, else
+    transformers), ``openai`` (any OpenAI-compatible server), ``vllm`` (in-process, GPU),
+    ``transformers``, ``llamacpp``, ``scripted`` (replies from the JSON file in ``model``).
+    ``model`` empty means the bundled GGUF (local backends) or the server's only model (``openai``)."""
 
-    backend: str = ""
+    backend: str = "auto"
     model: str = ""
-    base_url: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout: float = 120.0
+    base_url: str = ""  # e.g. http://gpu-node:8000/v1 for a vLLM server
+    api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable, never from config
+    api_version: str = ""  # set for Azure OpenAI (base_url is then the Azure endpoint)
+    timeout: float = 120.0  # seconds per request (local backends stop generating and keep the partial text)
+    retries: int = 2  # further attempts after a timeout, refused connection or server error
+    concurrency: int = 8  # requests in flight at once (openai backend)
+    context: int = 8192  # context window of local models
+    threads: int = 0  # CPU threads of local models (0: all cores)
+    device: str = "cpu"  # transformers: cpu / cuda
+    dtype: str = "auto"  # transformers / vllm weights dtype
+    tensor_parallel: int = 1  # vllm
+    gpu_memory: float = 0.9  # vllm: fraction of GPU memory to use
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -111,6 +123,8 @@ class ControlConfig:
     max_rounds: int = 5
     max_tokens: int = 1024
     temperature: float = 0.0
+    seed_search: bool = True  # search the question itself before round 1 (M3-Agent starts with no evidence)
+    batch_size: int = 16  # questions `m3agent qa` moves through their rounds together
     chat: ChatConfig = field(default_factory=ChatConfig)
 
 

@@ -199,8 +199,10 @@ def build_memorizer(config: MemorizeConfig) -> Memorizer:
     from m3agent import registry
 
     if config.memorizer == "chat":
-        if not config.chat.backend:
-            raise ValueError("memorize.memorizer=chat needs a chat model: set memorize.chat.backend")
-        chat = registry.create("chat", config.chat.backend)
-        return registry.create("memorizer", "chat", chat=chat, retries=config.chat_retries)
+        from m3agent.models.llm import build_chat
+
+        if config.chat.backend in ("", "auto"):  # the embedded SmolLM2 is text-only and far too small for this
+            raise ValueError("memorize.memorizer=chat needs a vision-language model: set memorize.chat.backend "
+                             "(e.g. openai with memorize.chat.base_url of a vLLM server running Qwen2.5-VL)")
+        return registry.create("memorizer", "chat", chat=build_chat(config.chat), retries=config.chat_retries)
     return registry.create("memorizer", config.memorizer)

@@ -24,7 +24,13 @@ _BACKENDS: dict[str, dict[str, str]] = {
         "grounded": "m3agent.memorizers.grounded:GroundedMemorizer",
         "chat": "m3agent.memorizers.chat:ChatMemorizer",
     },
-    "chat": {"scripted": "m3agent.models.llm.scripted:ScriptedChat"},
+    "chat": {
+        "openai": "m3agent.models.llm.openai:OpenAIChat",
+        "vllm": "m3agent.models.llm.vllm:VLLMChat",
+        "transformers": "m3agent.models.llm.transformers:TransformersChat",
+        "llamacpp": "m3agent.models.llm.llamacpp:LlamaCppChat",
+        "scripted": "m3agent.models.llm.scripted:ScriptedChat",
+    },
     "vector_index": {
         "flat": "m3agent.memory.index.flat:FlatIndex",
         "ivf": "m3agent.memory.index.ivf:IVFIndex",

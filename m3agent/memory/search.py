@@ -62,6 +62,14 @@ class SearchResult:
         return {"clips": [c.to_dict(with_video=multi) for c in self.clips]}
 
 
+def with_character_ids(query: str, names: dict[int, str]) -> str:
+    """``query`` with each known name (a whole word, any case) replaced by its ``<character_k>``."""
+    for character, name in sorted(names.items(), key=lambda item: -len(item[1])):
+        if name:
+            query = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", f"<character_{character}>", query, flags=re.IGNORECASE)
+    return query
+
+
 def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = None, all_videos: bool = False,
                   top_k: int | None = None, threshold: float | None = None, before_clip: int | None = None,
                   episode: Episode | None = None) -> SearchResult:
@@ -77,6 +85,10 @@ def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = N
     if not query:
         return SearchResult(query, "clips", [])
     variants = cmap.expand(query, cfg.max_query_variants)
+    if not all_videos:
+        named = with_character_ids(query, graph.names(scope[0], before_clip))
+        if named != query:  # also match the lines that tag the people the query names
+            variants += cmap.expand(named, cfg.max_query_variants)[: max(0, cfg.max_query_variants - len(variants))]
     entity_ids = cmap.entity_ids(query)
     restrict = np.asarray(graph.store.texts_linked_to(entity_ids), np.int64) if entity_ids else None
     queries = graph.embed_queries(variants)
@@ -88,7 +100,9 @@ def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = N
         return SearchResult(query, "lines", _line_groups(graph, hits, cmap, names), len(variants))
 
     k = top_k or cfg.top_k
-    thr = cfg.threshold if threshold is None else threshold
+    thr = threshold if threshold is not None else cfg.threshold
+    if thr is None:
+        thr = graph.embedder_required().relevance_threshold
     seen = episode.seen if episode is not None else set()
     want = max(8 * k, 32)
     while True:

