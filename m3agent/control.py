@@ -28,7 +28,13 @@ from m3agent.config import ControlConfig
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.search import Episode
 from m3agent.memory.tags import rewrite_tags
-from m3agent.models.llm.base import ChatError, ChatModel, ChatResponse, ContextOverflowError, answer_text
+from m3agent.models.llm.base import (
+    ChatError,
+    ChatModel,
+    ChatResponse,
+    ContextOverflowError,
+    answer_text,
+)
 from m3agent.prompts import load_prompt
 
 log = logging.getLogger(__name__)

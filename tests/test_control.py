@@ -1,11 +1,17 @@
 """The control loop's every branch, driven by a scripted chat model over the hand-built kitchen memory."""
 
-import json
 
 import pytest
 
 from m3agent.config import ControlConfig
-from m3agent.control import DROPPED, EMPTY_RESULT, KNOWLEDGE_PREFIX, Controller, Question, parse_action
+from m3agent.control import (
+    DROPPED,
+    EMPTY_RESULT,
+    KNOWLEDGE_PREFIX,
+    Controller,
+    Question,
+    parse_action,
+)
 from m3agent.models.llm.base import ChatError, ContextOverflowError, TransientChatError
 from m3agent.models.llm.scripted import ScriptedChat
 

@@ -1,0 +1,62 @@
+"""The embedded default chat model, loaded for real: SmolLM2-135M (GGUF) through llama.cpp and transformers.
+
+The model is tiny and often wrong, so these tests check plumbing and limits, never exact text."""
+
+import pytest
+
+from m3agent.config import ChatConfig
+from m3agent.models.llm import build_chat
+from m3agent.models.llm.base import ChatUnavailableError, ContextOverflowError
+
+pytestmark = pytest.mark.models
+
+CAPITAL = [{"role": "system", "content": "You are a helpful assistant."},
+           {"role": "user", "content": "What is the capital of France? Answer in one word."}]
+STORY = [{"role": "user", "content": "Write a long story about a dragon who learns to cook."}]
+
+
+@pytest.fixture(scope="module")
+def llamacpp():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (M3AGENT_SKIP_LLAMACPP=1)")
+    return build_chat(ChatConfig(backend="llamacpp", context=2048, threads=2))
+
+
+def test_llamacpp_answers_counts_tokens_and_obeys_limits(llamacpp):
+    reply = llamacpp.chat(CAPITAL, max_tokens=20)
+    assert "paris" in reply.text.lower()  # the one fact even a 135M model gets right
+    assert reply.prompt_tokens > 10 and 0 < reply.completion_tokens <= 20 and reply.seconds > 0
+    short = llamacpp.chat(STORY, max_tokens=8)
+    assert short.completion_tokens <= 8 and short.finish_reason == "length"
+    stopped = llamacpp.chat([{"role": "user", "content": "Count from 1 to 20 separated by commas."}],
+                            max_tokens=80, stop=["7"])
+    assert "7" not in stopped.text and "8" not in stopped.text
+
+
+def test_llamacpp_timeout_keeps_the_partial_reply(llamacpp):
+    llamacpp.timeout = 0.2
+    try:
+        reply = llamacpp.chat(STORY, max_tokens=500)
+    finally:
+        llamacpp.timeout = 120.0
+    assert reply.finish_reason == "timeout" and reply.completion_tokens < 500
+
+
+def test_llamacpp_reports_context_overflow(llamacpp):
+    with pytest.raises(ContextOverflowError):
+        llamacpp.chat([{"role": "user", "content": "memory " * 3000}], max_tokens=4)
+
+
+def test_llamacpp_missing_model_file_is_a_clear_error(tmp_path):
+    pytest.importorskip("llama_cpp")
+    with pytest.raises(ChatUnavailableError, match="missing.gguf"):
+        build_chat(ChatConfig(backend="llamacpp", model=str(tmp_path / "missing.gguf")))
+
+
+def test_transformers_loads_the_gguf_and_batches():
+    chat = build_chat(ChatConfig(backend="transformers", context=2048))
+    replies = chat.batch([CAPITAL, STORY], max_tokens=12)
+    assert "paris" in replies[0].text.lower()
+    assert replies[1].completion_tokens == 12 and replies[1].finish_reason == "length"
+    assert replies[0].prompt_tokens > 10 and replies[1].prompt_tokens > 5  # padding is not counted
+    with pytest.raises(ContextOverflowError):
+        chat.chat([{"role": "user", "content": "memory " * 3000}], max_tokens=4)

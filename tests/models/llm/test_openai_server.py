@@ -1,0 +1,91 @@
+"""The openai backend against a real OpenAI-compatible server: llama.cpp's, started here on loopback
+with the bundled GGUF; then the whole control loop through it."""
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from m3agent.config import ChatConfig, ControlConfig
+from m3agent.control import Controller, Question
+from m3agent.models.bundled import bundled_chat_gguf
+from m3agent.models.llm import build_chat
+from m3agent.models.llm.base import ChatError, ContextOverflowError
+
+pytestmark = pytest.mark.models
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed")
+    port = free_port()
+    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w+b")  # a pipe would fill up and block it
+    # --interrupt_requests False: without it, concurrent requests come back empty
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_chat_gguf()),
+                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
+                             "--interrupt_requests", "False"], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(url + "/models", timeout=1).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                log.seek(0)
+                pytest.fail("llama.cpp server did not start: " + log.read().decode(errors="replace")[-2000:])
+            time.sleep(0.3)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+    log.close()
+
+
+@pytest.fixture
+def client(server):
+    return build_chat(ChatConfig(backend="openai", base_url=server, concurrency=3, timeout=60, retries=1))
+
+
+def test_chat_through_the_server(client):
+    assert client.model  # discovered from /v1/models
+    reply = client.chat([{"role": "user", "content": "What is the capital of France? Answer in one word."}],
+                        max_tokens=16)
+    assert "paris" in reply.text.lower()
+    assert reply.prompt_tokens > 5 and 0 < reply.completion_tokens <= 16 and reply.seconds > 0
+    short = client.chat([{"role": "user", "content": "Write a long poem about the sea."}], max_tokens=5)
+    assert short.completion_tokens <= 5 and short.finish_reason == "length"
+
+
+def test_concurrent_batch_comes_back_whole_and_in_order(client):
+    questions = ["What is 2 plus 2?", "Name a colour.", "Name an animal."]
+    replies = client.batch([[{"role": "user", "content": q}] for q in questions], max_tokens=12)
+    assert len(replies) == 3 and all(r.text.strip() and r.completion_tokens > 0 for r in replies)
+
+
+def test_server_errors_map_to_the_contract(server):
+    chat = build_chat(ChatConfig(backend="openai", base_url=server, retries=0, timeout=60))
+    with pytest.raises(ContextOverflowError):
+        chat.chat([{"role": "user", "content": "memory " * 3000}], max_tokens=4)
+    hurried = build_chat(ChatConfig(backend="openai", base_url=server, retries=1, timeout=0.01))
+    with pytest.raises(ChatError, match="gave up after 2 attempts"):
+        hurried.chat([{"role": "user", "content": "Write a long poem about the sea."}], max_tokens=200)
+
+
+def test_control_loop_through_the_server(client, kitchen):
+    answers = Controller(kitchen, client, ControlConfig(max_rounds=2, max_tokens=48)).answer_many(
+        [Question("Who opens the fridge in the kitchen?"), Question("Who cooks pasta in the kitchen?", before_clip=3)])
+    for answer in answers:
+        assert answer.error is None and answer.answer  # a tiny model: some answer, not a right one
+        assert 2 <= len(answer.rounds) <= 3 and answer.rounds[0].by == "seed" and answer.rounds[-1].action == "answer"
+        assert answer.rounds[0].clips and answer.tokens > 0
+        assert "<character_" not in answer.answer and "<face_" not in answer.answer
