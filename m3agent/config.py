@@ -48,6 +48,7 @@ class SearchConfig:
     threshold: float | None = None  # None: the embedder's relevance_threshold (M3-Agent: 0.5)
     line_top_k: int = 20  # lines returned for a "character id" query
     max_query_variants: int = 100
+    name_variants: bool = True  # also search with known names replaced by their <character_k> ids
 
 
 @dataclass(frozen=True)

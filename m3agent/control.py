@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from m3agent.config import ControlConfig
+from m3agent.memory.errors import MemoryStoreError
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.search import Episode
 from m3agent.memory.tags import rewrite_tags
@@ -179,9 +180,12 @@ class Controller:
         return [self._finish(c) for c in conversations]
 
     def _start(self, question: Question) -> _Conversation:
-        video = self.graph.resolve_video(question.video)
         system = load_prompt("control_system").format(question=question.text)
-        conv = _Conversation(question, video.id, [{"role": "system", "content": system}])
+        try:
+            video_id = self.graph.resolve_video(question.video).id
+        except MemoryStoreError as exc:  # e.g. a question naming a video this DB does not hold
+            return _Conversation(question, -1, [], error=str(exc))
+        conv = _Conversation(question, video_id, [{"role": "system", "content": system}])
         if self.config.seed_search:
             step = Round("search", question.text, by="seed")
             conv.rounds.append(step)
@@ -262,6 +266,8 @@ class Controller:
 
     def _finish(self, conv: _Conversation) -> Answer:
         before = conv.question.before_clip
+        if conv.video_id < 0:
+            return Answer(conv.question.text, "", conv.rounds, 0.0, conv.error)
         text = self.named(conv.final, conv.video_id, before) if conv.final is not None else ""
         notes = {clip: [self.named(line, conv.video_id, before) for line in lines] for clip, lines in conv.notes.items()}
         return Answer(conv.question.text, text, conv.rounds, (conv.end or time.perf_counter()) - conv.start,

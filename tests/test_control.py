@@ -167,6 +167,8 @@ def test_a_failing_question_does_not_sink_the_batch(kitchen):
     assert answers[1].error == "server said 400"
     with pytest.raises(ChatError):
         Controller(kitchen, ScriptedChat(reply)).answer("explode?")
+    lost = Controller(kitchen, ScriptedChat(reply)).answer_many([Question("Who?", video="no-such-video")])[0]
+    assert "no video 'no-such-video'" in lost.error and lost.answer == ""
 
 
 def test_transient_failures_are_retried_then_reported(kitchen):

@@ -85,7 +85,7 @@ def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = N
     if not query:
         return SearchResult(query, "clips", [])
     variants = cmap.expand(query, cfg.max_query_variants)
-    if not all_videos:
+    if cfg.name_variants and not all_videos:
         named = with_character_ids(query, graph.names(scope[0], before_clip))
         if named != query:  # also match the lines that tag the people the query names
             variants += cmap.expand(named, cfg.max_query_variants)[: max(0, cfg.max_query_variants - len(variants))]

@@ -27,7 +27,7 @@ class ChatResponse:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
-    finish_reason: str = "stop"  # "stop" | "length" | "timeout"
+    finish_reason: str = "stop"  # "stop" | "length" | "timeout" | "repetition" (cut at a loop)
     raw: dict = field(default_factory=dict)
 
 
@@ -136,6 +136,21 @@ def text_only(messages: Sequence[Message]) -> list[Message]:
             content = "\n".join(part.get("text", "") for part in content if part.get("type") == "text")
         out.append({"role": message["role"], "content": content})
     return out
+
+
+def looping_tail(text: str, times: int = 4, shortest: int = 4, longest: int = 160) -> int | None:
+    """Where to cut ``text`` so that a tail repeating itself ``times``+ times in a row is left once, or None.
+
+    Small models at temperature 0 fall into loops ("I'm a chef. I'm a chef. ..."); generation stops
+    there and keeps one copy, instead of running to ``max_tokens``."""
+    for unit in range(shortest, min(longest, len(text) // times) + 1):
+        tail = text[-unit:]
+        if all(text[-(k + 1) * unit: len(text) - k * unit] == tail for k in range(1, times)):
+            start = len(text) - times * unit
+            while start >= unit and text[start - unit:start] == tail:
+                start -= unit
+            return start + unit
+    return None
 
 
 def answer_text(text: str) -> str:

@@ -18,8 +18,11 @@ from m3agent.models.llm.base import (
     ContextOverflowError,
     Generation,
     Message,
+    looping_tail,
     text_only,
 )
+
+LOOP_CHECK_EVERY = 16  # tokens between checks for a reply stuck in a loop
 
 INSTALL_HINT = ("the llamacpp backend needs llama-cpp-python (scripts/setup.sh builds it once and caches the "
                 "wheel; or `pip install llama-cpp-python==0.3.36`)")
@@ -59,6 +62,13 @@ class LlamaCppChat(ChatModel):
                     if piece:
                         pieces.append(piece)
                         tokens += 1
+                        if tokens % LOOP_CHECK_EVERY == 0:
+                            text = "".join(pieces)
+                            cut = looping_tail(text)
+                            if cut is not None:
+                                pieces, finish = [text[:cut]], "repetition"
+                                stream.close()
+                                break
                     finish = choice.get("finish_reason") or finish
                     if time.monotonic() > deadline:
                         finish = "timeout"

@@ -19,6 +19,7 @@ from m3agent.models.llm.base import (
     ContextOverflowError,
     Generation,
     Message,
+    looping_tail,
     text_only,
 )
 
@@ -84,6 +85,9 @@ class TransformersChat(ChatModel):
             for stop in params.stop:
                 text = text.split(stop, 1)[0]
             finish = "stop" if ended else ("timeout" if timed_out else "length")
+            cut = looping_tail(text)
+            if cut is not None:
+                text, finish = text[:cut], "repetition"
             responses.append(ChatResponse(text, prompt_tokens=int(prompt_tokens), completion_tokens=len(ids),
                                           finish_reason=finish))
         return responses

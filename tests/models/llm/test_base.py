@@ -118,3 +118,12 @@ def test_vllm_backend_maps_requests_and_outputs(monkeypatch):
     assert seen["sampling"]["max_tokens"] == 12 and seen["sampling"]["stop"] == ["\nQuestion:"]
     with pytest.raises(ContextOverflowError):
         chat.chat([{"role": "user", "content": "x" * 60}])
+
+
+def test_looping_replies_are_cut_to_one_copy():
+    from m3agent.models.llm.base import looping_tail
+
+    text = "Hi, my name is David. " + "I'm a chef. " * 6
+    assert text[: looping_tail(text)] == "Hi, my name is David. I'm a chef. "
+    for fine in ("The answer is the garage.", "1, 2, 3, 4, 5, 6, 7, 8, 9, 10", "ha" * 3, ""):
+        assert looping_tail(fine) is None
