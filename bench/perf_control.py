@@ -183,7 +183,9 @@ model, not the system).
 |---|---|---|---|---|---|---|---|---|---|---|
 {crows}
 
-`scripted` is the control loop's own cost (memory searches, prompt building) with a model that answers at once.
+`scripted` is the control loop's own cost (memory searches, prompt building) with a model that replies at once
+and searches every round. "Search" is one memory search including embedding the query with MiniLM (name variants
+add a second query to embed).
 `openai` is the same GGUF behind llama.cpp's OpenAI-compatible server on loopback, so its gap to `llamacpp` is
 the HTTP path. `vllm` needs a GPU and is not measured here; with a served model the per-round cost is the
 server's generation time (see the README for serving a large model).

@@ -51,7 +51,7 @@ def test_qa_writes_as_it_goes_and_resumes_after_failures_and_torn_lines(tmp_path
     def flaky(messages):
         if "pasta 3" in messages[0]["content"]:
             raise ChatError("server said 400")
-        return "Action: [Answer]\nContent: <character_%d>" % kitchen.ids["alice_face"]
+        return f"Action: [Answer]\nContent: <character_{kitchen.ids['alice_face']}>"
 
     config = ControlConfig(batch_size=2)
     report = run_qa(Controller(kitchen, ScriptedChat(flaky), config), items, out, config)
