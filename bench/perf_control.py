@@ -16,14 +16,12 @@ Builds and memorizes the sample episode (the shipped photos and espeak-ng voices
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from datetime import date
 from pathlib import Path
 
@@ -68,31 +66,6 @@ def retrieval(graph, timings, config) -> dict:
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_llama_server() -> tuple[subprocess.Popen, str]:
-    from m3agent.models.bundled import bundled_chat_gguf
-
-    port = free_port()
-    log = open(CACHE / "llama_server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_chat_gguf()),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "8192",
-                             "--interrupt_requests", "False"], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(url + "/models", timeout=1).read()
-            return proc, url
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError("llama.cpp server did not start; see " + str(CACHE / "llama_server.log"))
-
-
 def control(graph, timings, config, backend: str, limit: int | None) -> dict:
     from tqdm import tqdm
 
@@ -100,29 +73,26 @@ def control(graph, timings, config, backend: str, limit: int | None) -> dict:
     from m3agent.control import Controller, Question
     from m3agent.demo import FIXTURE_QUESTIONS, evidence_clips
     from m3agent.models.llm import build_chat
+    from m3agent.models.llm.llama_server import llama_server
     from m3agent.models.llm.scripted import ScriptedChat
 
     questions = FIXTURE_QUESTIONS[:limit] if limit else FIXTURE_QUESTIONS
-    server = None
+    stack = contextlib.ExitStack()
     load = time.perf_counter()
     if backend == "scripted":  # control overhead alone: every round searches, the last one answers
         chat = ScriptedChat(lambda messages: "Action: [Search]\nContent: "
                             + messages[0]["content"].rsplit("Question: ", 1)[-1])
     elif backend == "openai":
-        server, url = start_llama_server()
+        url = stack.enter_context(llama_server(CACHE / "llama_server.log"))
         chat = build_chat(ChatConfig(backend="openai", base_url=url, concurrency=4))
     else:
         chat = build_chat(ChatConfig(backend=backend))
     load = time.perf_counter() - load
-    try:
+    with stack:
         controller = Controller(graph, chat, config.control)
         answers = []
         for q in tqdm(questions, desc=backend, unit="question"):
             answers.append(controller.answer_many([Question(q.question)])[0])
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait(10)
     rounds = [r for a in answers for r in a.rounds if r.by == "model"]
     per_round = sorted(r.seconds for r in rounds)
     reached = [bool({h["clip"] for h in a.evidence} & evidence_clips(timings, q.line)) for q, a in zip(questions, answers)]

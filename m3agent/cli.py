@@ -184,13 +184,15 @@ def cmd_ask(args, config: Config) -> int:
         _print_json(answer.to_dict())
         return 0
     print(answer.answer or "(no answer)")
-    for number, step in enumerate(answer.rounds):
-        label = "seed" if step.by == "seed" else f"round {number if answer.rounds[0].by == 'seed' else number + 1}"
+    model_rounds = 0
+    for step in answer.rounds:
+        if step.by == "model":
+            model_rounds += 1
+        label = f"round {model_rounds}" if step.by == "model" else step.by
         if step.action == "search":
             print(f"  {label}: search {step.content!r} -> clips {_format_hits(step.hits)}")
         else:
             print(f"  {label}: answer")
-    model_rounds = sum(1 for r in answer.rounds if r.by == "model")
     print(f"  {answer.seconds:.1f} s, {model_rounds} model rounds, {answer.tokens} tokens")
     return 0
 
@@ -210,8 +212,7 @@ def cmd_qa(args, config: Config) -> int:
     with _open(args, config, readonly=True) as graph:
         controller = _controller(graph, config)
         with tqdm(total=len(items), unit="question", disable=args.quiet) as bar:
-            report = run_qa(controller, items, out, config.control,
-                            on_done=bar.update)
+            report = run_qa(controller, items, out, config.control, on_done=bar.update)
     print(f"{report.summary()}; answers in {out}")
     return 0 if report.failed == 0 else 1
 

@@ -268,13 +268,14 @@ class Controller:
         before = conv.question.before_clip
         if conv.video_id < 0:
             return Answer(conv.question.text, "", conv.rounds, 0.0, conv.error)
-        text = self.named(conv.final, conv.video_id, before) if conv.final is not None else ""
-        notes = {clip: [self.named(line, conv.video_id, before) for line in lines] for clip, lines in conv.notes.items()}
+        named = self.namer(conv.video_id, before)  # one names/characters lookup for the answer and all its notes
+        text = named(conv.final) if conv.final is not None else ""
+        notes = {clip: [named(line) for line in lines] for clip, lines in conv.notes.items()}
         return Answer(conv.question.text, text, conv.rounds, (conv.end or time.perf_counter()) - conv.start,
                       conv.error, notes)
 
-    def named(self, text: str, video_id: int, before_clip: int | None = None) -> str:
-        """``text`` with character (and face/voice) ids replaced by the names memory knows."""
+    def namer(self, video_id: int, before_clip: int | None = None) -> Callable[[str], str]:
+        """A function replacing character (and face/voice) ids in a text by the names memory knows."""
         names = self.graph.names(video_id, before_clip)
         cmap = self.graph.characters(video_id, before_clip)
 
@@ -282,4 +283,4 @@ class Controller:
             character = number if kind == "character" else cmap.character_of(number)
             return names.get(character, "an unnamed person") if character is not None else "an unnamed person"
 
-        return rewrite_tags(text, sub).strip()
+        return lambda text: rewrite_tags(text, sub).strip()

@@ -47,7 +47,7 @@ def test_llamacpp_reports_context_overflow(llamacpp):
 
 
 def test_llamacpp_missing_model_file_is_a_clear_error(tmp_path):
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (M3AGENT_SKIP_LLAMACPP=1)")
     with pytest.raises(ChatUnavailableError, match="missing.gguf"):
         build_chat(ChatConfig(backend="llamacpp", model=str(tmp_path / "missing.gguf")))
 

@@ -1,54 +1,22 @@
 """The openai backend against a real OpenAI-compatible server: llama.cpp's, started here on loopback
 with the bundled GGUF; then the whole control loop through it."""
 
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-
 import pytest
 
 from m3agent.config import ChatConfig, ControlConfig
 from m3agent.control import Controller, Question
-from m3agent.models.bundled import bundled_chat_gguf
 from m3agent.models.llm import build_chat
 from m3agent.models.llm.base import ChatError, ContextOverflowError
+from m3agent.models.llm.llama_server import llama_server
 
 pytestmark = pytest.mark.models
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed")
-    port = free_port()
-    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w+b")  # a pipe would fill up and block it
-    # --interrupt_requests False: without it, concurrent requests come back empty
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_chat_gguf()),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
-                             "--interrupt_requests", "False"], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(url + "/models", timeout=1).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                log.seek(0)
-                pytest.fail("llama.cpp server did not start: " + log.read().decode(errors="replace")[-2000:])
-            time.sleep(0.3)
-    yield url
-    proc.terminate()
-    proc.wait(10)
-    log.close()
+    with llama_server(tmp_path_factory.mktemp("llama-server") / "server.log", context=2048) as url:
+        yield url
 
 
 @pytest.fixture
