@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from m3agent.errors import M3AgentError
+
 ENV_PREFIX = "M3AGENT__"
 
 
@@ -137,7 +139,7 @@ class Config:
     control: ControlConfig = field(default_factory=ControlConfig)
 
 
-class ConfigError(ValueError):
+class ConfigError(M3AgentError, ValueError):
     """A configuration key or value that does not fit the typed tree."""
 
 

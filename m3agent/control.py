@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from m3agent.config import ControlConfig
 from m3agent.memory.errors import MemoryStoreError
 from m3agent.memory.graph import MemoryGraph
-from m3agent.memory.search import Episode
+from m3agent.memory.search import SeenClips
 from m3agent.memory.tags import rewrite_tags
 from m3agent.models.llm.base import (
     ChatError,
@@ -135,7 +135,7 @@ class _Conversation:
     question: Question
     video_id: int
     messages: list[dict]
-    episode: Episode = field(default_factory=Episode)
+    seen: SeenClips = field(default_factory=SeenClips)
     rounds: list[Round] = field(default_factory=list)
     pending: str = ""  # search results waiting to go out with the next instruction
     notes: dict[int, list[str]] = field(default_factory=dict)
@@ -256,7 +256,7 @@ class Controller:
     def _search(self, conv: _Conversation, step: Round, query: str) -> str:
         start = time.perf_counter()
         result = self.graph.search(query, video=conv.video_id, before_clip=conv.question.before_clip,
-                                   episode=conv.episode)
+                                   seen=conv.seen)
         step.search_seconds = time.perf_counter() - start
         step.clips = [c.id for c in result.clips]
         step.hits = [{"clip": c.id, "start": c.start, "end": c.end, "score": round(c.score, 4)} for c in result.clips]

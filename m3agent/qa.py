@@ -17,9 +17,10 @@ from pathlib import Path
 
 from m3agent.config import ControlConfig
 from m3agent.control import Controller, Question
+from m3agent.errors import M3AgentError
 
 
-class QuestionFileError(ValueError):
+class QuestionFileError(M3AgentError, ValueError):
     """A questions file that cannot be read as questions (the message names the line)."""
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from m3agent.errors import M3AgentError
+
 _BACKENDS: dict[str, dict[str, str]] = {
     "embedder": {
         "sentence-transformers": "m3agent.models.embed.sentence_transformers:SentenceTransformerEmbedder",
@@ -38,7 +40,7 @@ _BACKENDS: dict[str, dict[str, str]] = {
 }
 
 
-class UnknownBackendError(KeyError):
+class UnknownBackendError(M3AgentError, KeyError):
     """Raised for a backend name that is neither registered nor an importable ``module:Class``."""
 
 

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from m3agent.errors import M3AgentError
+
 log = logging.getLogger(__name__)
 
 
@@ -15,7 +17,7 @@ def _decodable(stream) -> bool:
     return context is not None and bool(getattr(context, "name", None))
 
 
-class MediaError(ValueError):
+class MediaError(M3AgentError, ValueError):
     """The file cannot be read as a video (missing, empty, corrupt, or no decodable stream)."""
 
 

@@ -15,8 +15,10 @@ import wave
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from m3agent.errors import M3AgentError
 
-class ToolMissingError(RuntimeError):
+
+class ToolMissingError(M3AgentError, RuntimeError):
     pass
 
 

@@ -11,9 +11,9 @@ from m3agent.memory.errors import (
 )
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
-from m3agent.memory.search import Episode, SearchResult
+from m3agent.memory.search import SeenClips, SearchResult
 
 __all__ = [
-    "CorruptDatabaseError", "DatabaseNotFoundError", "EmbedderMismatchError", "Episode", "ForeignDatabaseError",
+    "CorruptDatabaseError", "DatabaseNotFoundError", "EmbedderMismatchError", "SeenClips", "ForeignDatabaseError",
     "MemoryGraph", "MemoryStoreError", "NodeKind", "SchemaVersionError", "SearchResult", "UnknownEntityError",
 ]

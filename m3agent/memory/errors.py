@@ -1,7 +1,10 @@
 """Errors of the memory store: each one names the file and what to do about it."""
 
+from m3agent.errors import M3AgentError
 
-class MemoryStoreError(Exception):
+
+
+class MemoryStoreError(M3AgentError):
     """Base class: the memory DB cannot be used as asked."""
 
 

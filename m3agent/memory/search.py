@@ -3,7 +3,7 @@
 Rules (DESIGN.md section 3): ``<character_k>`` in a query expands to each of its face/voice tags
 (one query variant per combination, score = best variant); a query naming entities searches only
 the lines linked to them; each clip scores as its best line; the top-k clips at or above the
-threshold that the episode has not seen yet come back whole, tags translated to characters and
+threshold that this question has not been shown yet come back whole, tags translated to characters and
 ``Equivalence:`` lines left out; ``before_clip`` hides everything after that clip (inclusive
 cut-off, as M3-Agent); a query asking for a character id returns the best individual lines.
 """
@@ -23,10 +23,10 @@ CHARACTER_ID_QUERY = re.compile(r"\bcharacter[\s_-]*ids?\b", re.IGNORECASE)
 
 
 @dataclass
-class Episode:
-    """Clips already returned in one question's search rounds: they are never returned twice."""
+class SeenClips:
+    """The ``(video, clip)`` pairs already returned to one question: its later searches skip them."""
 
-    seen: set[tuple[int, int]] = field(default_factory=set)
+    clips: set[tuple[int, int]] = field(default_factory=set)
 
 
 @dataclass
@@ -72,7 +72,7 @@ def with_character_ids(query: str, names: dict[int, str]) -> str:
 
 def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = None, all_videos: bool = False,
                   top_k: int | None = None, threshold: float | None = None, before_clip: int | None = None,
-                  episode: Episode | None = None) -> SearchResult:
+                  seen: SeenClips | None = None) -> SearchResult:
     cfg = graph.config.search
     query = " ".join(str(query).split())
     if all_videos:
@@ -103,7 +103,7 @@ def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = N
     thr = threshold if threshold is not None else cfg.threshold
     if thr is None:
         thr = graph.embedder_required().relevance_threshold
-    seen = episode.seen if episode is not None else set()
+    already = seen.clips if seen is not None else set()
     want = max(8 * k, 32)
     while True:
         hits = vectors.top_lines(queries, scope, before_clip, want, restrict)
@@ -114,7 +114,7 @@ def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = N
                 below = True
                 break
             key = (vid, clip)
-            if key in seen or key in chosen:
+            if key in already or key in chosen:
                 continue
             chosen[key] = score
             if len(chosen) == k:
@@ -122,8 +122,8 @@ def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = N
         if len(chosen) == k or below or hits.complete:
             break
         want *= 4
-    if episode is not None:
-        episode.seen.update(chosen)
+    if seen is not None:
+        seen.clips.update(chosen)
     clips = [_clip_hit(graph, vid, clip, score, cmap, names, before_clip) for (vid, clip), score in chosen.items()]
     return SearchResult(query, "clips", clips, len(variants))
 

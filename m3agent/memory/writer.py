@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from m3agent.memory.characters import name_statement
+from m3agent.memory.errors import MemoryStoreError
 from m3agent.memory.model import NodeKind, VoiceSegment
 from m3agent.memory.store import vec_to_blob
 from m3agent.memory.tags import entity_ids
@@ -23,11 +24,11 @@ if TYPE_CHECKING:
     from m3agent.memory.graph import MemoryGraph
 
 
-class ClipAlreadyStoredError(ValueError):
+class ClipAlreadyStoredError(MemoryStoreError, ValueError):
     pass
 
 
-class ConcurrentWriterError(RuntimeError):
+class ConcurrentWriterError(MemoryStoreError, RuntimeError):
     """Another process wrote node ids this batch had reserved: use one writer per DB."""
 
 

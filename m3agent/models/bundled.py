@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from m3agent.errors import M3AgentError
 
-class ModelNotFoundError(RuntimeError):
+
+class ModelNotFoundError(M3AgentError, RuntimeError):
     """A model's weights are neither at the configured path nor in their bundling package."""
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from m3agent.memory import Episode, MemoryStoreError
+from m3agent.memory import MemoryStoreError, SeenClips
 from tests.conftest import rand_vec
 
 
@@ -35,14 +35,14 @@ def test_whole_clip_returned_translated_without_equivalences(kitchen):
     assert not any("<face_" in line or "<voice_" in line for line in clip.lines)
 
 
-def test_episode_excludes_clips_already_returned(kitchen):
-    episode = Episode()
-    first = kitchen.search("kitchen", top_k=1, threshold=0.05, episode=episode)
-    second = kitchen.search("kitchen", top_k=1, threshold=0.05, episode=episode)
+def test_clips_already_returned_are_not_returned_again(kitchen):
+    seen = SeenClips()
+    first = kitchen.search("kitchen", top_k=1, threshold=0.05, seen=seen)
+    second = kitchen.search("kitchen", top_k=1, threshold=0.05, seen=seen)
     assert first.clips and second.clips
     assert first.clips[0].id != second.clips[0].id
     assert {first.clips[0].id, second.clips[0].id} == {0, 3}
-    third = kitchen.search("kitchen", top_k=2, threshold=0.05, episode=episode)
+    third = kitchen.search("kitchen", top_k=2, threshold=0.05, seen=seen)
     assert all(c.id not in (0, 3) for c in third.clips)
 
 

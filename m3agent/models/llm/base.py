@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from m3agent.errors import M3AgentError
+
 Message = dict
 
 
@@ -41,8 +43,10 @@ class Generation:
     timeout: float = 120.0
 
 
-class ChatError(RuntimeError):
+class ChatError(M3AgentError, RuntimeError):
     """A chat request failed for good (after its retries, or for a reason retrying cannot fix)."""
+
+    exit_code = 1
 
 
 class TransientChatError(ChatError):
@@ -55,6 +59,8 @@ class ContextOverflowError(ChatError):
 
 class ChatUnavailableError(ChatError):
     """The backend cannot start here: its package, model file or server is missing."""
+
+    exit_code = 2
 
 
 class ChatModel(ABC):
