@@ -49,12 +49,10 @@ def _print_json(data) -> None:
 
 
 def cmd_inspect(args, config: Config) -> int:
-    from m3agent.memory.export import inspect_db
-
     with _open(args, config, readonly=True) as graph:
-        info = inspect_db(graph)
+        info = graph.inspect()
         if args.check:
-            info["integrity"] = graph.store.integrity_check() or "ok"
+            info["integrity"] = graph.integrity_check() or "ok"
     if args.json:
         _print_json(info)
         return 0 if info.get("integrity", "ok") == "ok" else 1
@@ -93,12 +91,12 @@ def cmd_export(args, config: Config) -> int:
 
 
 def cmd_import_m3(args, config: Config) -> int:
-    from m3agent.memory.m3_import import import_m3_graph, load_m3_pickle
+    from m3agent.memory.m3_import import load_m3_pickle
 
     source = load_m3_pickle(args.pickle)
     name = args.video or os.path.splitext(os.path.basename(args.pickle))[0]
     with _open(args, config, create=True) as graph:
-        stats = import_m3_graph(source, graph, name, clip_seconds=args.clip_seconds)
+        stats = graph.import_m3(source, name, clip_seconds=args.clip_seconds)
     _print_json(stats)
     return 0
 
@@ -125,7 +123,7 @@ def cmd_memorize(args, config: Config) -> int:
             report = memorize_video(args.video, graph, perceiver, memorizer, config.memorize, name=args.name,
                                     log_path=log_path, progress=not args.quiet)
         except KeyboardInterrupt:
-            done = len(graph.store.clips(graph.resolve_video(args.name or os.path.basename(args.video)).id))
+            done = len(graph.clips(graph.resolve_video(args.name or os.path.basename(args.video)).id))
             print(f"interrupted: {done} clips are saved in {args.memory}; run the same command to resume",
                   file=sys.stderr)
             return 130

@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from m3agent.memory.model import TAG_OF_KIND, NodeKind
-from m3agent.memory.tags import TAG_RE, is_equivalence, parse_tags, rewrite_tags, tag
+from m3agent.memory.store import SQLiteStore
+from m3agent.memory.tags import is_equivalence, parse_tags, rewrite_tags, tag
+from m3agent.memory.visibility import node_visible
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,49 @@ def character_names(cmap: CharacterMap, statements: Iterable[tuple[str, float]])
     return {c: max(names.items(), key=lambda kv: kv[1])[0] for c, names in tally.items()}
 
 
-__all__ = [
-    "CharacterMap", "Equivalence", "build_characters", "character_names", "name_statement",
-    "is_equivalence", "TAG_RE",
-]
+
+class Characters:
+    """Characters and names of each video as stored (or as of a clip), computed on demand and kept
+    until :meth:`clear` (the writer clears them after each commit, the facade when others wrote)."""
+
+    def __init__(self, store: SQLiteStore):
+        self.store = store
+        self._maps: dict[tuple[int, int | None], CharacterMap] = {}
+
+    def clear(self) -> None:
+        self._maps.clear()
+
+    def of(self, video_id: int, before_clip: int | None = None) -> CharacterMap:
+        key = (video_id, before_clip)
+        if key not in self._maps:
+            entities = {
+                node_id: kind
+                for node_id, kind, first_clip in self.store.entity_first_clips(video_id)
+                if before_clip is None or first_clip <= before_clip
+            }
+            eq_nodes = [
+                n for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC)
+                if is_equivalence(n.text) and node_visible(n, before_clip)
+            ]
+            weights = self.store.edges_of_text([n.id for n in eq_nodes])
+            equivalences = [Equivalence(n.id, tuple(n.entities), weights.get(n.id, {})) for n in eq_nodes]
+            self._maps[key] = build_characters(entities, equivalences)
+        return self._maps[key]
+
+    def across_videos(self, before_clip: int | None = None) -> CharacterMap:
+        """One map over every video of the DB (node ids are unique across videos)."""
+        merged = CharacterMap()
+        for video in self.store.videos():
+            cmap = self.of(video.id, before_clip)
+            merged.members.update(cmap.members)
+            merged.kinds.update(cmap.kinds)
+            merged._of.update(cmap._of)
+        return merged
+
+    def names(self, video_id: int, before_clip: int | None = None) -> dict[int, str]:
+        """Character number -> the name the memory's visible semantic lines give it."""
+        lines = [
+            (n.text, n.weight) for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC)
+            if node_visible(n, before_clip)
+        ]
+        return character_names(self.of(video_id, before_clip), lines)

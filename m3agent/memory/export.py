@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 
+from pathlib import Path
+
+from m3agent.memory.characters import Characters
 from m3agent.memory.model import TAG_OF_KIND, NodeKind, Video
-from m3agent.memory.store import SCHEMA_VERSION
+from m3agent.memory.store import SCHEMA_VERSION, SQLiteStore
 
 
-def export_video(graph, video: Video) -> dict:
-    store = graph.store
+def export_video(store: SQLiteStore, characters: Characters, video: Video) -> dict:
     sightings = store.sightings(video.id)
     segments = store.voice_segments(video.id)
     nodes: list[dict] = []
@@ -27,8 +29,8 @@ def export_video(graph, video: Video) -> dict:
                       "valid_from": node.clip if node.valid_from is None else node.valid_from,
                       "invalidated_by": node.invalidated_by, "invalidated_at": node.invalidated_at})
     nodes.sort(key=lambda n: n["id"])
-    cmap = graph.characters(video.id)
-    names = graph.names(video.id)
+    cmap = characters.of(video.id)
+    names = characters.names(video.id)
     return {
         "schema": SCHEMA_VERSION,
         "video": {"name": video.name, "path": video.path, "duration": video.duration,
@@ -40,18 +42,18 @@ def export_video(graph, video: Video) -> dict:
     }
 
 
-def inspect_db(graph) -> dict:
-    store = graph.store
+def inspect_db(store: SQLiteStore, characters: Characters, files: list[Path]) -> dict:
+    """A summary of the DB; ``files`` are the DB's files on disk (main file, WAL, caches) for its size."""
     meta = store.meta()
-    size = sum(os.path.getsize(p) for p in graph.db_files())
+    size = sum(os.path.getsize(p) for p in files)
     videos = []
-    for video in graph.videos():
+    for video in store.videos():
         clips = store.clips(video.id)
-        cmap = graph.characters(video.id)
+        cmap = characters.of(video.id)
         videos.append({"id": video.id, "name": video.name, "path": video.path, "duration": video.duration,
                        "clip_seconds": video.clip_seconds, "clips": len(clips),
                        "last_clip": clips[-1].id if clips else None,
-                       "characters": len(cmap.members), "names": len(graph.names(video.id))})
+                       "characters": len(cmap.members), "names": len(characters.names(video.id))})
     return {"path": str(store.path), "schema": int(meta.get("schema", SCHEMA_VERSION)),
             "embedder": meta.get("embedder"), "dim": int(meta["dim"]) if "dim" in meta else None,
             "bytes": size, **store.counts(), "videos": videos}

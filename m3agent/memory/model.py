@@ -13,28 +13,12 @@ class NodeKind(IntEnum):
     SEMANTIC = 3
 
     @property
-    def is_text(self) -> bool:
-        return self in (NodeKind.EPISODIC, NodeKind.SEMANTIC)
-
-    @property
-    def is_entity(self) -> bool:
-        return self in (NodeKind.FACE, NodeKind.VOICE)
-
-    @property
     def label(self) -> str:
         return self.name.lower()
-
-    @classmethod
-    def parse(cls, value: str | int | NodeKind) -> NodeKind:
-        if isinstance(value, str):
-            aliases = {"img": "face", "audio": "voice"}
-            return cls[aliases.get(value.lower(), value.lower()).upper()]
-        return cls(value)
 
 
 # Tag kind used in text for each entity node kind.
 TAG_OF_KIND = {NodeKind.FACE: "face", NodeKind.VOICE: "voice"}
-KIND_OF_TAG = {"face": NodeKind.FACE, "voice": NodeKind.VOICE}
 
 
 @dataclass(frozen=True)

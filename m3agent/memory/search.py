@@ -6,20 +6,39 @@ the lines linked to them; each clip scores as its best line; the top-k clips at 
 threshold that this question has not been shown yet come back whole, tags translated to characters and
 ``Equivalence:`` lines left out; ``before_clip`` hides everything after that clip (inclusive
 cut-off, as M3-Agent); a query asking for a character id returns the best individual lines.
+
+Search sees the memory through a narrow :class:`SearchContext` (the store's rows, the vector cache,
+characters, an embed function and the settings), never through the graph facade that composes them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from m3agent.memory.characters import CharacterMap
-from m3agent.memory.graph import MemoryGraph, _visible
+from m3agent.config import SearchConfig
+from m3agent.memory.characters import CharacterMap, Characters
+from m3agent.memory.store import SQLiteStore
 from m3agent.memory.tags import is_equivalence
+from m3agent.memory.vectors import TextVectors
+from m3agent.memory.visibility import node_visible
 
 CHARACTER_ID_QUERY = re.compile(r"\bcharacter[\s_-]*ids?\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What a search reads: rows, vectors, characters, query embedding and settings."""
+
+    store: SQLiteStore
+    vectors: TextVectors
+    characters: Characters
+    embed: Callable[[Sequence[str]], np.ndarray]
+    config: SearchConfig
+    default_threshold: float  # the embedder's relevance threshold, used when config.threshold is None
 
 
 @dataclass
@@ -70,39 +89,40 @@ def with_character_ids(query: str, names: dict[int, str]) -> str:
     return query
 
 
-def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = None, all_videos: bool = False,
+def search_memory(ctx: SearchContext, query: str, *, video: int | str | None = None, all_videos: bool = False,
                   top_k: int | None = None, threshold: float | None = None, before_clip: int | None = None,
                   seen: SeenClips | None = None) -> SearchResult:
-    cfg = graph.config.search
+    cfg, store = ctx.config, ctx.store
     query = " ".join(str(query).split())
+    videos = store.videos()
     if all_videos:
-        scope = [v.id for v in graph.videos()]
-        cmap = graph.characters_all(before_clip)
+        scope = [v.id for v in videos]
+        cmap = ctx.characters.across_videos(before_clip)
     else:
-        scope = [graph.resolve_video(video).id]
-        cmap = graph.characters(scope[0], before_clip)
-    names = {v.id: v.name for v in graph.videos()}
+        scope = [store.resolve_video(video).id]
+        cmap = ctx.characters.of(scope[0], before_clip)
+    names = {v.id: v.name for v in videos}
     if not query:
         return SearchResult(query, "clips", [])
     variants = cmap.expand(query, cfg.max_query_variants)
     if cfg.name_variants and not all_videos:
-        named = with_character_ids(query, graph.names(scope[0], before_clip))
+        named = with_character_ids(query, ctx.characters.names(scope[0], before_clip))
         if named != query:  # also match the lines that tag the people the query names
             variants += cmap.expand(named, cfg.max_query_variants)[: max(0, cfg.max_query_variants - len(variants))]
     entity_ids = cmap.entity_ids(query)
-    restrict = np.asarray(graph.store.texts_linked_to(entity_ids), np.int64) if entity_ids else None
-    queries = graph.embed_queries(variants)
-    vectors = graph.vectors
+    restrict = np.asarray(store.texts_linked_to(entity_ids), np.int64) if entity_ids else None
+    queries = ctx.embed(variants)
+    vectors = ctx.vectors
 
     if CHARACTER_ID_QUERY.search(query):
         k = top_k or cfg.line_top_k
         hits = vectors.top_lines(queries, scope, before_clip, k, restrict)
-        return SearchResult(query, "lines", _line_groups(graph, hits, cmap, names), len(variants))
+        return SearchResult(query, "lines", _line_groups(store, hits, cmap, names), len(variants))
 
     k = top_k or cfg.top_k
     thr = threshold if threshold is not None else cfg.threshold
     if thr is None:
-        thr = graph.embedder_required().relevance_threshold
+        thr = ctx.default_threshold
     already = seen.clips if seen is not None else set()
     want = max(8 * k, 32)
     while True:
@@ -124,23 +144,23 @@ def search_memory(graph: MemoryGraph, query: str, *, video: int | str | None = N
         want *= 4
     if seen is not None:
         seen.clips.update(chosen)
-    clips = [_clip_hit(graph, vid, clip, score, cmap, names, before_clip) for (vid, clip), score in chosen.items()]
+    clips = [_clip_hit(store, vid, clip, score, cmap, names, before_clip) for (vid, clip), score in chosen.items()]
     return SearchResult(query, "clips", clips, len(variants))
 
 
-def _clip_hit(graph, video_id, clip, score, cmap: CharacterMap, names, before_clip) -> ClipHit:
-    start, end = graph.store.clip_spans(video_id, [clip]).get(clip, (float("nan"), float("nan")))
+def _clip_hit(store: SQLiteStore, video_id, clip, score, cmap: CharacterMap, names, before_clip) -> ClipHit:
+    start, end = store.clip_spans(video_id, [clip]).get(clip, (float("nan"), float("nan")))
     lines = [
         cmap.translate(n.text)
-        for n in graph.store.text_nodes(video_id, clips=[clip])
-        if not is_equivalence(n.text) and _visible(n, before_clip)
+        for n in store.text_nodes(video_id, clips=[clip])
+        if not is_equivalence(n.text) and node_visible(n, before_clip)
     ]
     return ClipHit(video_id, names.get(video_id, str(video_id)), clip, start, end, score, lines)
 
 
-def _line_groups(graph, hits, cmap: CharacterMap, names) -> list[ClipHit]:
+def _line_groups(store: SQLiteStore, hits, cmap: CharacterMap, names) -> list[ClipHit]:
     """Best individual lines grouped by clip, clips in time order (M3-Agent's id lookup)."""
-    nodes = {n.id: n for n in graph.store.text_nodes(ids=hits.ids.tolist())}
+    nodes = {n.id: n for n in store.text_nodes(ids=hits.ids.tolist())}
     groups: dict[tuple[int, int], ClipHit] = {}
     for node_id, vid, clip, score in zip(hits.ids.tolist(), hits.video_ids.tolist(), hits.clips.tolist(),
                                          hits.scores.tolist()):
@@ -149,7 +169,7 @@ def _line_groups(graph, hits, cmap: CharacterMap, names) -> list[ClipHit]:
             continue
         hit = groups.get((vid, clip))
         if hit is None:
-            start, end = graph.store.clip_spans(vid, [clip]).get(clip, (float("nan"), float("nan")))
+            start, end = store.clip_spans(vid, [clip]).get(clip, (float("nan"), float("nan")))
             hit = groups[(vid, clip)] = ClipHit(vid, names.get(vid, str(vid)), clip, start, end, score, [])
         hit.lines.append(cmap.translate(node.text))
     return [groups[key] for key in sorted(groups)]

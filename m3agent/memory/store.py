@@ -22,6 +22,7 @@ from m3agent.memory.errors import (
     CorruptDatabaseError,
     DatabaseNotFoundError,
     ForeignDatabaseError,
+    MemoryStoreError,
     SchemaVersionError,
 )
 from m3agent.memory.model import Clip, NodeKind, TextNode, Video, VoiceSegment
@@ -192,6 +193,23 @@ class SQLiteStore:
         with self.transaction() as c:
             c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
+    def identity(self) -> str:
+        """This DB and the state of its ids: a cache (the ``.ivf`` index) built for another is never used."""
+        meta = self.meta()
+        return f"{meta.get('uuid')}:{meta.get('index_epoch', '0')}"
+
+    def data_version(self) -> tuple[int, str]:
+        """Changes whenever another connection commits (``PRAGMA data_version``) or forgets (index epoch)."""
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        return int(version), self.meta().get("index_epoch", "0")
+
+    def bump_index_epoch(self) -> None:
+        """Mark that node ids were removed: readers drop their caches instead of extending them."""
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('index_epoch', '1') ON CONFLICT (key)"
+            " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
     # ------------------------------------------------------------------ videos and clips
     def upsert_video(
         self, name: str, path: str | None, duration: float | None, clip_seconds: float, meta: dict | None = None
@@ -232,6 +250,21 @@ class SQLiteStore:
             q = f'SELECT clip, start, "end" FROM clips WHERE video_id = ? AND clip IN ({",".join("?" * len(chunk))})'
             out.update({int(r[0]): (float(r[1]), float(r[2])) for r in self.conn.execute(q, (video_id, *chunk))})
         return out
+
+    def resolve_video(self, video: int | str | None) -> Video:
+        """A video by name or id; with None, the only video in the DB."""
+        videos = self.videos()
+        if video is None:
+            if len(videos) == 1:
+                return videos[0]
+            if not videos:
+                raise MemoryStoreError(f"{self.path} holds no video yet")
+            names = ", ".join(v.name for v in videos)
+            raise MemoryStoreError(f"{self.path} holds {len(videos)} videos ({names}): name one")
+        for v in videos:
+            if v.name == str(video) or str(v.id) == str(video):
+                return v
+        raise MemoryStoreError(f"no video {video!r} in {self.path}")
 
     def has_clip(self, video_id: int, clip: int) -> bool:
         q = "SELECT 1 FROM clips WHERE video_id = ? AND clip = ?"
@@ -309,18 +342,29 @@ class SQLiteStore:
         results.sort(key=lambda n: n.id)
         return results
 
-    def text_vector_rows(self, video_id: int | None = None) -> Iterator[tuple[int, int, int, int, int, int | None, bytes]]:
-        """``(id, video_id, kind, clip, valid_from, invalidating clip, vector blob)`` of every text node."""
+    def text_vector_rows(self, video_id: int | None = None, after_id: int = -1,
+                         ) -> Iterator[tuple[int, int, int, int, int, int | None, bytes]]:
+        """``(id, video_id, kind, clip, valid_from, invalidating clip, vector blob)`` of the text nodes
+        (of one video, and with ids above ``after_id``), in id order."""
         q = (
             "SELECT n.id, n.video_id, n.kind, n.clip, COALESCE(n.valid_from, n.clip),"
             " n.invalidated_at, v.vec"
-            " FROM nodes n JOIN vectors v ON v.node_id = n.id WHERE n.kind IN (2, 3)"
+            " FROM nodes n JOIN vectors v ON v.node_id = n.id WHERE n.kind IN (2, 3) AND n.id > ?"
         )
-        args: tuple = ()
+        args: tuple = (after_id,)
         if video_id is not None:
             q += " AND n.video_id = ?"
-            args = (video_id,)
+            args = (after_id, video_id)
         yield from self.conn.execute(q + " ORDER BY n.id", args)
+
+    def invalidations(self) -> list[tuple[int, int]]:
+        """``(node id, clip it was superseded at)`` of every superseded text node."""
+        q = "SELECT id, invalidated_at FROM nodes WHERE invalidated_at IS NOT NULL"
+        return [(int(i), int(c)) for i, c in self.conn.execute(q)]
+
+    def weight(self, node_id: int) -> float:
+        row = self.conn.execute("SELECT weight FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        return float(row[0]) if row else 0.0
 
     def insert_text_nodes(self, rows: Sequence[tuple]) -> None:
         """rows: ``(id, video_id, kind, clip, text, weight, valid_from, vector_blob)``."""
@@ -438,8 +482,10 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ deletion
     def delete_nodes(self, node_ids: Iterable[int]) -> None:
+        """Delete nodes with everything attached to them; deleted pages are zeroed (secure delete)."""
         ids = sorted(set(node_ids))
         c = self.conn
+        c.execute("PRAGMA secure_delete = ON")
         for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
             for table, column in (

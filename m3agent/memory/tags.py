@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-TAG_KINDS = ("face", "voice", "character")
 TAG_RE = re.compile(r"<\s*(face|voice|character)_(\d+)\s*>", re.IGNORECASE)
 EQUIVALENCE_RE = re.compile(r"^\s*equivalence\s*:", re.IGNORECASE)
 

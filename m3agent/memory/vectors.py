@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,10 +17,9 @@ import numpy as np
 from m3agent.config import IndexConfig
 from m3agent.memory.index.flat import FlatIndex
 from m3agent.memory.store import SQLiteStore
+from m3agent.memory.visibility import NEVER, visible
 
 log = logging.getLogger(__name__)
-
-NEVER = np.iinfo(np.int32).max
 
 
 @dataclass
@@ -59,28 +57,9 @@ class VideoVectors:
         for offset, node_id in enumerate(np.asarray(ids).tolist()):
             self.row_of[int(node_id)] = start + offset
 
-    def remove(self, ids: Iterable[int]) -> None:
-        drop = [self.row_of[i] for i in ids if i in self.row_of]
-        if not drop:
-            return
-        keep = np.ones(len(self.index), bool)
-        keep[drop] = False
-        self.index.remove(self.index.ids[~keep])
-        self.clip, self.kind = self.clip[keep], self.kind[keep]
-        self.valid_from, self.dead_at = self.valid_from[keep], self.dead_at[keep]
-        self.row_of = {int(i): r for r, i in enumerate(self.index.ids.tolist())}
-
-    def row_visible(self, row: int, before_clip: int | None) -> bool:
-        if before_clip is None:
-            return bool(self.dead_at[row] == NEVER)
-        return bool(self.clip[row] <= before_clip and self.valid_from[row] <= before_clip
-                    and self.dead_at[row] > before_clip)
-
     def visible(self, before_clip: int | None) -> np.ndarray:
-        """Rows a reader sees: today's valid lines, or the lines that were valid at ``before_clip``."""
-        if before_clip is None:
-            return self.dead_at == NEVER
-        return (self.clip <= before_clip) & (self.valid_from <= before_clip) & (self.dead_at > before_clip)
+        """Rows a reader sees (the as-of rule of :mod:`m3agent.memory.visibility`)."""
+        return visible(self.clip, self.valid_from, self.dead_at, before_clip)
 
 
 class TextVectors:
@@ -134,26 +113,6 @@ class TextVectors:
         vv = self.videos.get(self.video_of.get(node_id, -1))
         if vv is not None and node_id in vv.row_of:
             vv.dead_at[vv.row_of[node_id]] = NEVER if at_clip is None else at_clip
-
-    def set_vector(self, node_id: int, vector: np.ndarray) -> None:
-        vv = self.videos[self.video_of[node_id]]
-        vv.index.set_vector(vv.row_of[node_id], vector)
-        if self.ann is not None:
-            self.ann.remove(np.array([node_id], np.int64))
-            self.ann.add(np.array([node_id], np.int64), vector[None, :])
-            self._ann_dirty = True
-
-    def remove(self, ids: Iterable[int]) -> None:
-        ids = [int(i) for i in ids]
-        by_video: dict[int, list[int]] = {}
-        for node_id in ids:
-            if node_id in self.video_of:
-                by_video.setdefault(self.video_of.pop(node_id), []).append(node_id)
-        for video_id, group in by_video.items():
-            self.videos[video_id].remove(group)
-        if self.ann is not None and ids:
-            self.ann.remove(np.asarray(ids, np.int64))
-            self._ann_dirty = True
 
     def vectors_of(self, ids: np.ndarray) -> np.ndarray:
         out = np.empty((len(ids), self.dim), np.float32)
@@ -286,7 +245,7 @@ class TextVectors:
                     continue
                 vv = self.videos[video_id]
                 row = vv.row_of[node_id]
-                if not vv.row_visible(row, before_clip):
+                if not visible(vv.clip[row], vv.valid_from[row], vv.dead_at[row], before_clip):
                     continue
                 keep_ids.append(node_id)
                 keep_vid.append(video_id)
@@ -305,3 +264,60 @@ class TextVectors:
         order = np.lexsort((ids, -scores))[:want]
         return LineHits(ids[order], np.asarray(keep_vid, np.int64)[order], np.asarray(keep_clip, np.int32)[order],
                         scores[order], exhausted and len(keep_ids) <= want)
+
+
+class VectorCache:
+    """The text vectors of one DB, loaded on first use and kept in step with the store.
+
+    The writer adds what this process commits (:meth:`loaded` is None until someone searched, and then
+    nothing needs adding); :meth:`catch_up` adds what other processes committed; :meth:`reset` drops
+    everything after node ids were removed, together with the ANN file that may hold their codes.
+    """
+
+    def __init__(self, store: SQLiteStore, config: IndexConfig, sidecar: str, dim: int):
+        self.store, self.config, self.sidecar, self.dim = store, config, sidecar, dim
+        self._vectors: TextVectors | None = None
+
+    @property
+    def loaded(self) -> TextVectors | None:
+        return self._vectors
+
+    def get(self) -> TextVectors:
+        if self._vectors is None:
+            self._vectors = TextVectors.from_store(self.store, self.dim or 1, self.config, self.sidecar,
+                                                   self.store.identity())
+        return self._vectors
+
+    def catch_up(self, ids_removed: bool) -> None:
+        """Take in what other connections committed since this cache was filled."""
+        vectors = self._vectors
+        if vectors is None:
+            return
+        if ids_removed:
+            self._vectors = None
+            return
+        fresh = list(self.store.text_vector_rows(after_id=max(vectors.video_of, default=-1)))
+        for video_id in dict.fromkeys(r[1] for r in fresh):
+            rows = [r for r in fresh if r[1] == video_id]
+            ids, _, kinds, clips, valid, _, blobs = zip(*rows)
+            vecs = np.frombuffer(b"".join(blobs), np.float32).reshape(len(rows), self.dim)
+            vectors.add(video_id, ids, clips, kinds, valid, vecs)
+        for node_id, dead_clip in self.store.invalidations():
+            vectors.invalidate(node_id, dead_clip)
+
+    def reset(self) -> None:
+        """Forget every vector and the ANN file (after a deletion: its codes may hold removed data)."""
+        if self._vectors is not None:
+            self._vectors.drop_ann()
+            self._vectors = None
+        elif os.path.exists(self.sidecar):
+            os.remove(self.sidecar)
+
+    def save(self) -> None:
+        """Write the ANN index file if it changed; it is a cache, so failing to write loses nothing."""
+        if self._vectors is None or self.store.readonly:
+            return
+        try:
+            self._vectors.save()
+        except OSError as exc:
+            log.warning("could not save vector index %s: %s", self.sidecar, exc)

@@ -8,20 +8,21 @@ as-of queries before the superseding clip).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from m3agent.config import MemoryConfig
 from m3agent.memory.characters import name_statement
 from m3agent.memory.errors import MemoryStoreError
 from m3agent.memory.model import NodeKind, VoiceSegment
-from m3agent.memory.store import vec_to_blob
-from m3agent.memory.tags import entity_ids
+from m3agent.memory.store import SQLiteStore, vec_to_blob
+from m3agent.memory.tags import entity_ids, parse_tags, rewrite_tags
+from m3agent.memory.vectors import VectorCache
 
-if TYPE_CHECKING:
-    from m3agent.memory.graph import MemoryGraph
+Embed = Callable[[Sequence[str]], np.ndarray]
 
 
 class ClipAlreadyStoredError(MemoryStoreError, ValueError):
@@ -65,14 +66,17 @@ class ClipReport:
     weakened: list[int] = field(default_factory=list)
     superseded: list[int] = field(default_factory=list)
     new_entities: list[int] = field(default_factory=list)
+    #: face/voice node -> the embeddings it keeps after this clip (the snapshot policy's choice), for
+    #: identity matching of the next clips: the same set a resumed run reads back from the store
+    snapshots: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 class ClipBatch:
     """Records of one clip. Use as ``with graph.clip(video_id, clip, start, end) as batch: ...``."""
 
-    def __init__(self, graph: MemoryGraph, video_id: int, clip: int, start: float, end: float):
-        self.graph, self.video_id, self.clip, self.start, self.end = graph, video_id, clip, start, end
-        self._base = graph._reserve_ids()
+    def __init__(self, writer: MemoryWriter, video_id: int, clip: int, start: float, end: float):
+        self.writer, self.video_id, self.clip, self.start, self.end = writer, video_id, clip, start, end
+        self._base = writer.reserve_ids()
         self._next = self._base
         self._entities: dict[int, _Entity] = {}
         self._lines: list[_Line] = []
@@ -103,7 +107,7 @@ class ClipBatch:
         else:
             entity = self._entities.get(node_id)
             if entity is None:
-                known = self.graph.store.node_kinds([node_id]).get(node_id)
+                known = self.writer.store.node_kinds([node_id]).get(node_id)
                 if known is not kind:
                     raise ValueError(f"node {node_id} is not an existing {kind.label} node")
                 entity = self._entities[node_id] = _Entity(node_id, kind, False, meta=meta)
@@ -132,36 +136,10 @@ class ClipBatch:
 
     # ------------------------------------------------------------------ commit
     def commit(self) -> ClipReport:
-        graph = self.graph
-        missing = [ln for ln in self._lines if ln.vector is None]
-        if missing:
-            vectors = graph.embedder_required().embed([ln.text for ln in missing])
-            for line, vector in zip(missing, vectors):
-                line.vector = vector
-        for line in self._lines:
-            line.vector = np.asarray(line.vector, np.float32).reshape(-1)
-            if graph.dim == 0:  # the first vectors of a DB written without an embedder set its size
-                graph.dim = line.vector.shape[0]
-            if line.vector.shape[0] != graph.dim:
-                raise ValueError(f"vector of {line.text!r} has {line.vector.shape[0]} dims, DB uses {graph.dim}")
-        with graph._write_lock:
-            if graph.store.has_clip(self.video_id, self.clip):
-                raise ClipAlreadyStoredError(f"clip {self.clip} of video {self.video_id} is already stored")
-            with graph.store.transaction():
-                if graph.store.next_node_id() > self._base:
-                    raise ConcurrentWriterError(
-                        f"{graph.store.path} was written by another process; use one writer per DB"
-                    )
-                known_entities = self._write_entities()
-                plan = self._plan_semantics(known_entities)
-                self._write_lines(plan, known_entities)
-                graph.store.insert_clip(self.video_id, self.clip, self.start, self.end)
-            graph._after_commit(self.video_id, self.clip, plan.inserted_lines, plan.invalidations)
-        graph._release_ids(self._next)
-        return self.report
+        return self.writer.commit(self)
 
     def _write_entities(self) -> set[int]:
-        store, cfg = self.graph.store, self.graph.config
+        store, cfg = self.writer.store, self.writer.config
         for entity in self._entities.values():
             if entity.new:
                 store.insert_entity_node(entity.node_id, self.video_id, entity.kind, self.clip, entity.meta)
@@ -172,7 +150,9 @@ class ClipBatch:
             if entity.embeddings:
                 old = [(c, q, v) for _, c, q, v in store.entity_embeddings(entity.node_id)]
                 new = [(self.clip, q, v) for v, q in entity.embeddings]
-                store.replace_entity_embeddings(entity.node_id, keep_best(old + new, cap))
+                kept = keep_best(old + new, cap)
+                store.replace_entity_embeddings(entity.node_id, kept)
+                self.report.snapshots[entity.node_id] = np.stack([v for _, _, v in kept])
             if entity.crops:
                 old_crops = store.crops(entity.node_id)
                 new_crops = [(self.clip, q, bytes(j)) for j, q in entity.crops]
@@ -190,7 +170,7 @@ class ClipBatch:
         invalidations: dict[int, int] = field(default_factory=dict)  # node -> superseding node
 
     def _plan_semantics(self, known_entities: set[int]) -> ClipBatch._Plan:
-        graph = self.graph
+        writer = self.writer
         plan = ClipBatch._Plan()
         batch_semantic: list[_Line] = []
         for line in self._lines:
@@ -198,7 +178,7 @@ class ClipBatch:
                 plan.inserted_lines.append(line)
                 continue
             ents = frozenset(e for e in entity_ids(line.text) if e in known_entities)
-            existing = graph._semantic_peers(self.video_id, ents)
+            existing = writer.semantic_peers(self.video_id, ents)
             earlier = [ln for ln in batch_semantic if _line_entities(ln, known_entities) == ents]
             contradicted = set(line.contradicts) | {
                 peer_id for peer_id, peer_text in existing if _names_conflict(line.text, peer_text)
@@ -207,11 +187,11 @@ class ClipBatch:
                 plan.weaken[target] = plan.weaken.get(target, 0) + 1
                 self.report.weakened.append(target)
             match = _best_match(line.vector, [pid for pid, _ in existing if pid not in contradicted],
-                                graph, earlier, graph.config.reinforce_cosine)
+                                writer.vectors.get(), earlier, writer.config.reinforce_cosine)
             reinforcing = match is not None and not line.supersedes
             winner = match if reinforcing else line.node_id
             for target in contradicted:
-                if graph._weight(target) - plan.weaken[target] <= 0:
+                if writer.store.weight(target) - plan.weaken[target] <= 0:
                     plan.invalidations[target] = winner
             if reinforcing:
                 plan.reinforce[match] = plan.reinforce.get(match, 0) + 1
@@ -224,7 +204,7 @@ class ClipBatch:
         return plan
 
     def _write_lines(self, plan: ClipBatch._Plan, known_entities: set[int]) -> None:
-        store = self.graph.store
+        store = self.writer.store
         rows, edges = [], []
         for line in plan.inserted_lines:
             valid_from = self.clip if line.valid_from is None else line.valid_from
@@ -243,6 +223,137 @@ class ClipBatch:
         for node_id, by in plan.invalidations.items():
             store.set_invalidated(node_id, by, self.clip)
             self.report.superseded.append(node_id)
+
+
+class MemoryWriter:
+    """Everything about writing one DB: node-id reservation under one lock, the per-video cache of
+    semantic peers (for reinforcement and contradiction), the commit of a clip and the repair of the
+    in-memory caches afterwards, and forgetting. ``on_change`` tells the owner its own caches are stale."""
+
+    def __init__(self, store: SQLiteStore, config: MemoryConfig, vectors: VectorCache, embed: Embed,
+                 on_change: Callable[[], None] = lambda: None):
+        self.store, self.config, self.vectors, self.embed = store, config, vectors, embed
+        self.on_change = on_change
+        self.lock = threading.RLock()
+        self._id_floor = 0
+        self._semantic: dict[int, dict[frozenset[int], list[tuple[int, str]]]] = {}
+
+    def add_video(self, name: str, path: str | None = None, duration: float | None = None,
+                  clip_seconds: float = 30.0, meta: dict | None = None) -> int:
+        return self.store.upsert_video(name, path, duration, clip_seconds, meta)
+
+    def clip(self, video_id: int, clip: int, start: float, end: float) -> _ClipContext:
+        """Context manager collecting one clip's records; commits them in one transaction on exit."""
+        return _ClipContext(ClipBatch(self, video_id, clip, start, end))
+
+    def has_clip(self, video_id: int, clip: int) -> bool:
+        return self.store.has_clip(video_id, clip)
+
+    def forget_caches(self) -> None:
+        """Another connection changed the DB: cached semantic peers may be stale."""
+        self._semantic.clear()
+
+    # ------------------------------------------------------------------ ids
+    def reserve_ids(self) -> int:
+        """The first node id a new batch may use (ids of batches not yet committed are skipped)."""
+        with self.lock:
+            return max(self.store.next_node_id(), self._id_floor)
+
+    def _release_ids(self, next_id: int) -> None:
+        self._id_floor = max(self._id_floor, next_id)
+
+    # ------------------------------------------------------------------ semantic peers
+    def semantic_peers(self, video_id: int, entities: frozenset[int]) -> list[tuple[int, str]]:
+        """Valid semantic lines of a video about exactly these entities: ``(node id, text)``."""
+        if video_id not in self._semantic:
+            table: dict[frozenset[int], list[tuple[int, str]]] = {}
+            for node in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC):
+                if node.invalidated_by is None:
+                    table.setdefault(frozenset(node.entities), []).append((node.id, node.text))
+            self._semantic[video_id] = table
+        return list(self._semantic[video_id].get(entities, []))
+
+    # ------------------------------------------------------------------ commit
+    def commit(self, batch: ClipBatch) -> ClipReport:
+        """Embed the batch's lines, then write everything in one transaction and repair the caches."""
+        lines = batch._lines
+        missing = [ln for ln in lines if ln.vector is None]
+        if missing:
+            for line, vector in zip(missing, self.embed([ln.text for ln in missing])):
+                line.vector = vector
+        for line in lines:
+            line.vector = np.asarray(line.vector, np.float32).reshape(-1)
+            if self.vectors.dim == 0:  # the first vectors of a DB written without an embedder set its size
+                self.vectors.dim = line.vector.shape[0]
+            if line.vector.shape[0] != self.vectors.dim:
+                raise ValueError(f"vector of {line.text!r} has {line.vector.shape[0]} dims, "
+                                 f"DB uses {self.vectors.dim}")
+        store = self.store
+        with self.lock:
+            if store.has_clip(batch.video_id, batch.clip):
+                raise ClipAlreadyStoredError(f"clip {batch.clip} of video {batch.video_id} is already stored")
+            with store.transaction():
+                if store.next_node_id() > batch._base:
+                    raise ConcurrentWriterError(f"{store.path} was written by another process; use one writer per DB")
+                known_entities = batch._write_entities()
+                plan = batch._plan_semantics(known_entities)
+                batch._write_lines(plan, known_entities)
+                store.insert_clip(batch.video_id, batch.clip, batch.start, batch.end)
+            self._after_commit(batch.video_id, batch.clip, plan.inserted_lines, plan.invalidations)
+        self._release_ids(batch._next)
+        return batch.report
+
+    def _after_commit(self, video_id: int, clip: int, lines: list[_Line], invalidations: dict[int, int]) -> None:
+        """Bring the caches in step with what was just committed, without reading it back."""
+        if lines and "dim" not in self.store.meta():
+            self.store.set_meta("dim", str(self.vectors.dim))
+        vectors = self.vectors.loaded  # None: loaded lazily from the DB, which now holds these lines
+        if vectors is None:
+            self._semantic.pop(video_id, None)
+        else:
+            if lines:
+                vectors.add(video_id, [ln.node_id for ln in lines], [clip] * len(lines),
+                            [int(ln.kind) for ln in lines],
+                            [clip if ln.valid_from is None else ln.valid_from for ln in lines],
+                            np.stack([ln.vector for ln in lines]))
+            for node_id in invalidations:
+                vectors.invalidate(node_id, clip)
+            table = self._semantic.get(video_id)
+            if table is not None:
+                known = {e[0] for e in self.store.entity_rows(video_id)}
+                for ln in lines:
+                    if ln.kind is NodeKind.SEMANTIC:
+                        ents = frozenset(e for _, e in parse_tags(ln.text) if e in known)
+                        table.setdefault(ents, []).append((ln.node_id, ln.text))
+                for ents, peers in table.items():
+                    table[ents] = [p for p in peers if p[0] not in invalidations]
+        self.on_change()
+
+    # ------------------------------------------------------------------ forgetting
+    def forget(self, members: set[int], embed: Embed | None) -> tuple[list[int], list[int]]:
+        """Delete entity nodes ``members``, the lines that mention only them, and their tags in the
+        lines they share (re-embedded when ``embed`` is given); the file is vacuumed so nothing of
+        them stays on disk. Returns ``(removed line ids, rewritten line ids)``."""
+        store = self.store
+        linked = store.texts_linked_to(members)
+        edges = store.edges_of_text(linked)
+        only_them = [t for t in linked if set(edges.get(t, {})) <= members]
+        shared = [t for t in linked if t not in set(only_them)]
+        member_tags = {f"{kind}_{n}" for n in members for kind in ("face", "voice")}
+        rewritten = [(node.id, rewrite_tags(node.text, {t: "someone" for t in member_tags}))
+                     for node in store.text_nodes(ids=shared)]
+        new_vectors = embed([t for _, t in rewritten]) if rewritten and embed is not None else None
+        with self.lock:
+            with store.transaction():
+                store.delete_nodes(sorted(members) + only_them)
+                for i, (node_id, text) in enumerate(rewritten):
+                    store.update_text(node_id, text, None if new_vectors is None else new_vectors[i])
+                store.bump_index_epoch()
+            store.vacuum()
+            self.vectors.reset()
+            self._semantic.clear()
+            self.on_change()
+        return sorted(only_them), [n for n, _ in rewritten]
 
 
 def keep_best(rows: list[tuple], cap: int) -> list[tuple]:
@@ -266,10 +377,10 @@ def _names_conflict(new_text: str, old_text: str) -> bool:
     return bool(new and old and new[:2] == old[:2] and new[2].lower() != old[2].lower())
 
 
-def _best_match(vector, peer_ids, graph, earlier: list[_Line], threshold: float) -> int | None:
+def _best_match(vector, peer_ids, vectors, earlier: list[_Line], threshold: float) -> int | None:
     best, best_score = None, threshold
     if peer_ids:
-        scores = graph.vectors.vectors_of(np.asarray(peer_ids)) @ vector
+        scores = vectors.vectors_of(np.asarray(peer_ids)) @ vector
         i = int(np.argmax(scores))
         if scores[i] > best_score:
             best, best_score = peer_ids[i], float(scores[i])
@@ -278,3 +389,16 @@ def _best_match(vector, peer_ids, graph, earlier: list[_Line], threshold: float)
         if score > best_score:
             best, best_score = line.node_id, score
     return best
+
+
+class _ClipContext:
+    def __init__(self, batch: ClipBatch):
+        self.batch = batch
+
+    def __enter__(self) -> ClipBatch:
+        return self.batch
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.batch.commit()
+        return False

@@ -15,14 +15,14 @@ def test_repeated_fact_reinforces_and_contradiction_weakens_then_supersedes(db_p
     with graph.clip(v, 1, 30, 60) as b:
         b.semantic(f"<face_{f}>'s name is Carol")
     assert b.report.reinforced and b.report.inserted == []
-    assert graph._weight(first) == 2.0
+    assert graph.store.weight(first) == 2.0
     with graph.clip(v, 2, 60, 90) as b:
         b.semantic(f"<face_{f}>'s name is Dana")  # contradicts: weakens Carol (2 -> 1)
     assert first in b.report.weakened and first not in b.report.superseded
-    assert graph._weight(first) == 1.0
+    assert graph.store.weight(first) == 1.0
     with graph.clip(v, 3, 90, 120) as b:
         b.semantic(f"<face_{f}>'s name is Dana")  # reinforces Dana and weakens Carol again (1 -> 0)
-    assert first in b.report.superseded and graph._weight(first) == 0.0
+    assert first in b.report.superseded and graph.store.weight(first) == 0.0
     assert graph.names(v)[f] == "Dana"
     assert graph.names(v, before_clip=2)[f] == "Dana"  # equal support at clip 2: the later statement
     assert graph.names(v, before_clip=1)[f] == "Carol"  # as of clip 1 the old name still holds

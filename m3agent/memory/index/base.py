@@ -20,9 +20,6 @@ class VectorIndex(ABC):
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None: ...
 
     @abstractmethod
-    def remove(self, ids: np.ndarray) -> None: ...
-
-    @abstractmethod
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
     @abstractmethod

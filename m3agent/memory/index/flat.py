@@ -45,17 +45,6 @@ class FlatIndex(VectorIndex):
         self._ids[self._n : need] = ids
         self._n = need
 
-    def set_vector(self, row: int, vector: np.ndarray) -> None:
-        self._matrix[row] = vector
-
-    def remove(self, ids: np.ndarray) -> None:
-        keep = ~np.isin(self.ids, np.asarray(ids, dtype=np.int64))
-        kept = int(keep.sum())
-        self._matrix[:kept] = self.vectors[keep]
-        self._ids[:kept] = self.ids[keep]
-        self._matrix[kept : self._n] = 0
-        self._n = kept
-
     def scores(self, queries: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """``(n_queries, n_rows)`` inner products with every row (or the given rows)."""
         matrix = self.vectors if rows is None else self.vectors[rows]

@@ -119,10 +119,6 @@ class IVFIndex(VectorIndex):
         self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim),
                                  np.asarray(ids, dtype=np.int64))
 
-    def remove(self, ids: np.ndarray) -> None:
-        if self._index is not None and len(ids):
-            self._index.remove_ids(np.asarray(ids, dtype=np.int64))
-
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         queries = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
         if self._index is None or len(self) == 0:
