@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 CACHE = Path(__file__).resolve().parent / ".cache"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "m3bench"
+M3BENCH = Path(__file__).resolve().parents[1] / "tests" / "data" / "m3bench"
 _DOC = re.compile(r'"""(.*?)"""', re.S)
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _OK = re.compile(r"^[A-Z][A-Za-z0-9 ,;:'()\-./%]+[.!?]$")
@@ -36,7 +36,7 @@ def m3bench_texts() -> tuple[list[str], list[str]]:
     """(questions, answers+reasoning sentences) from the real M3-Bench annotation files."""
     questions, other = [], []
     for name in ("robot.json", "web.json"):
-        path = SHARED / name
+        path = M3BENCH / name
         if not path.exists():
             continue
         for video in json.loads(path.read_text()).values():
@@ -87,7 +87,7 @@ def load_corpus(n_sentences: int = 60000, n_queries: int = 500, seed: int = 0):
     if len(sentences) < n_sentences:
         print(f"warning: only {len(sentences)} sentences found", file=sys.stderr)
     from m3agent.config import EmbedderConfig
-    from m3agent.models.embed import build_embedder
+    from m3agent.factory import build_embedder
 
     embedder = build_embedder(EmbedderConfig(batch_size=128))
     from tqdm import tqdm

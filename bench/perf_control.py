@@ -31,23 +31,23 @@ CACHE = ROOT / "bench" / ".cache" / "control"
 
 
 def memorized_episode(config):
-    from m3agent.demo import build_sample_episode
-    from m3agent.media.synth import read_timings
-    from m3agent.memorize import build_memorizer, build_perceiver, memorize_video
-    from m3agent.memory import MemoryGraph
-    from m3agent.models.embed import build_embedder
+    from m3agent import factory
+    from m3agent.memorize import memorize_video
+    from m3agent.samples.episode import build_sample_episode
+    from m3agent.samples.synth import read_timings
 
     CACHE.mkdir(parents=True, exist_ok=True)
     video, db = CACHE / "sample_episode.mp4", CACHE / "sample_episode.db"
     if not video.exists():
         build_sample_episode(video)
-    graph = MemoryGraph.open(db, config.memory, embedder=build_embedder(config.embedder))
-    memorize_video(video, graph, build_perceiver(config.memorize), build_memorizer(config.memorize), config.memorize)
+    perceiver, memorizer, embedder = factory.memorization_stack(config)
+    graph = factory.open_memory(db, config, embedder=embedder, create=True)
+    memorize_video(video, graph, perceiver, memorizer, config.memorize)
     return graph, read_timings(video)
 
 
 def retrieval(graph, timings, config) -> dict:
-    from m3agent.demo import FIXTURE_QUESTIONS, evidence_clips
+    from m3agent.samples.episode import FIXTURE_QUESTIONS, evidence_clips
 
     variants = {"default": {}, "M3-Agent threshold 0.5": {"threshold": 0.5}, "no threshold": {"threshold": 0.0}}
     out = {}
@@ -70,11 +70,11 @@ def control(graph, timings, config, backend: str, limit: int | None) -> dict:
     from tqdm import tqdm
 
     from m3agent.config import ChatConfig
-    from m3agent.control import Controller, Question
-    from m3agent.demo import FIXTURE_QUESTIONS, evidence_clips
-    from m3agent.models.llm import build_chat
-    from m3agent.models.llm.llama_server import llama_server
+    from m3agent.control import Question
+    from m3agent.factory import build_chat, build_controller
     from m3agent.models.llm.scripted import ScriptedChat
+    from m3agent.samples.episode import FIXTURE_QUESTIONS, evidence_clips
+    from m3agent.testing.llama_server import llama_server
 
     questions = FIXTURE_QUESTIONS[:limit] if limit else FIXTURE_QUESTIONS
     stack = contextlib.ExitStack()
@@ -89,7 +89,7 @@ def control(graph, timings, config, backend: str, limit: int | None) -> dict:
         chat = build_chat(ChatConfig(backend=backend))
     load = time.perf_counter() - load
     with stack:
-        controller = Controller(graph, chat, config.control)
+        controller = build_controller(graph, config, chat)
         answers = []
         for q in tqdm(questions, desc=backend, unit="question"):
             answers.append(controller.answer_many([Question(q.question)])[0])
@@ -128,7 +128,7 @@ def render(result: dict) -> str:
 Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_control.py --write docs/BENCHMARKS.md`.
 
 The fixture episode is the demo's sample episode (3 people, 10 scenes, 2.2 min, 5 clips), memorized with the
-embedded stack. 18 fixture questions (`m3agent/demo.py`), each tied to the script line that holds its answer.
+embedded stack. 18 fixture questions (`m3agent/samples/episode.py`), each tied to the script line that holds its answer.
 
 **Retrieval**: is a clip holding the answer among the top-2 clips that one memory search of the question
 returns? (Target: at least 90%.)

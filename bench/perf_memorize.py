@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def purity(export: dict, timings) -> dict:
-    from m3agent.media.synth import who_at
+    from m3agent.samples.synth import who_at
 
     face_people, voice_people = {}, {}
     for node in export["nodes"]:
@@ -50,12 +50,11 @@ def purity(export: dict, timings) -> dict:
 
 
 def run(minutes: float, repeat: int = 3) -> dict:
+    from m3agent import factory
     from m3agent.config import load_config
-    from m3agent.demo import scenes
-    from m3agent.media.synth import build_episode
-    from m3agent.memorize import build_memorizer, build_perceiver, memorize_video
-    from m3agent.memory import MemoryGraph
-    from m3agent.models.embed import build_embedder
+    from m3agent.memorize import memorize_video
+    from m3agent.samples.episode import scenes
+    from m3agent.samples.synth import build_episode
 
     tmp = Path(tempfile.mkdtemp(prefix="m3mem-"))
     base = scenes()
@@ -65,12 +64,11 @@ def run(minutes: float, repeat: int = 3) -> dict:
     render_s = time.perf_counter() - t
     config = load_config()
     t = time.perf_counter()
-    perceiver, memorizer, embedder = (build_perceiver(config.memorize), build_memorizer(config.memorize),
-                                      build_embedder(config.embedder))
+    perceiver, memorizer, embedder = factory.memorization_stack(config)
     load_s = time.perf_counter() - t
     runs = []
     for k in range(repeat):  # a fresh DB each time; the median run is reported
-        graph = MemoryGraph.open(tmp / f"m{k}.db", config.memory, embedder=embedder)
+        graph = factory.open_memory(tmp / f"m{k}.db", config, embedder=embedder, create=True)
         report = memorize_video(tmp / "episode.mp4", graph, perceiver, memorizer, config.memorize)
         runs.append((report.seconds, report, purity(graph.export(), timings)))
         graph.close()

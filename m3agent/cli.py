@@ -1,7 +1,7 @@
-"""The ``m3agent`` command line.
+"""The ``m3agent`` command line: parse arguments, build objects through :mod:`m3agent.factory`, run a job, print.
 
-Every command takes ``--config FILE`` and repeated ``--set key.path=value`` overrides. A missing,
-corrupt or foreign memory DB is reported in one line with exit code 2.
+Every command takes ``--config FILE`` and repeated ``--set key.path=value`` overrides. Every project error
+(:class:`m3agent.errors.M3AgentError`) is caught in one place and printed in one line, without a traceback.
 """
 
 from __future__ import annotations
@@ -14,33 +14,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-from m3agent.config import Config, ConfigError, EmbedderConfig, load_config
+from m3agent.config import Config, load_config
+from m3agent.errors import M3AgentError
 
 EXIT_USAGE = 2
 
 
-def _embedder_factory(config: Config):
-    """Build the embedder a DB was written with (recorded in its meta), else the configured one."""
-
-    def factory(meta: dict[str, str]):
-        from m3agent.models.embed.base import build_embedder
-
-        cfg = config.embedder
-        recorded = meta.get("embedder")
-        if recorded and meta.get("embedder_backend") and cfg == EmbedderConfig():
-            model = recorded.removeprefix("hashing-") if meta["embedder_backend"] == "hashing" else recorded
-            cfg = EmbedderConfig(backend=meta["embedder_backend"], model=model, device=cfg.device,
-                                 batch_size=cfg.batch_size)
-        return build_embedder(cfg)
-
-    return factory
-
-
 def _open(args, config: Config, *, create: bool = False, readonly: bool = False):
-    from m3agent.memory import MemoryGraph
+    from m3agent.factory import open_memory
 
-    return MemoryGraph.open(args.db, config.memory, embedder_factory=_embedder_factory(config),
-                            create=create, readonly=readonly)
+    return open_memory(args.db, config, create=create, readonly=readonly)
 
 
 def _print_json(data) -> None:
@@ -110,14 +93,13 @@ def cmd_forget(args, config: Config) -> int:
 
 
 def cmd_memorize(args, config: Config) -> int:
-    from m3agent.media import MediaError, probe
-    from m3agent.memorize import build_memorizer, build_perceiver, memorize_video
-    from m3agent.memory import MemoryGraph
-    from m3agent.models.embed import build_embedder
+    from m3agent import factory
+    from m3agent.media import probe
+    from m3agent.memorize import memorize_video
 
     probe(args.video)  # a bad file fails here, before any model loads
-    perceiver, memorizer = build_perceiver(config.memorize), build_memorizer(config.memorize)
-    with MemoryGraph.open(args.memory, config.memory, embedder=build_embedder(config.embedder)) as graph:
+    perceiver, memorizer, embedder = factory.memorization_stack(config)
+    with factory.open_memory(args.memory, config, embedder=embedder, create=True) as graph:
         log_path = args.log or f"{args.memory}.memorize.jsonl"
         try:
             report = memorize_video(args.video, graph, perceiver, memorizer, config.memorize, name=args.name,
@@ -127,15 +109,12 @@ def cmd_memorize(args, config: Config) -> int:
             print(f"interrupted: {done} clips are saved in {args.memory}; run the same command to resume",
                   file=sys.stderr)
             return 130
-        except MediaError as exc:
-            print(f"m3agent memorize: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
     _print_json(report.to_dict())
     return 0
 
 
 def cmd_memorize_batch(args, config: Config) -> int:
-    from m3agent.batch import plan_jobs, read_video_list, run_local, run_ray, summary_table
+    from m3agent.jobs.batch import plan_jobs, read_video_list, run_local, run_ray, summary_table
 
     jobs = plan_jobs(read_video_list(args.list), args.memory_dir)
     if not jobs:
@@ -165,10 +144,9 @@ def cmd_memorize_batch(args, config: Config) -> int:
 
 
 def _controller(graph, config: Config):
-    from m3agent.control import Controller
-    from m3agent.models.llm import build_chat
+    from m3agent.factory import build_controller
 
-    return Controller(graph, build_chat(config.control.chat), config.control)
+    return build_controller(graph, config)
 
 
 def _format_hits(hits: list[dict]) -> str:
@@ -198,7 +176,7 @@ def cmd_ask(args, config: Config) -> int:
 def cmd_qa(args, config: Config) -> int:
     from tqdm import tqdm
 
-    from m3agent.qa import read_questions, run_qa
+    from m3agent.jobs.qa import read_questions, run_qa
 
     items = read_questions(args.questions)
     if not items:
@@ -216,7 +194,7 @@ def cmd_qa(args, config: Config) -> int:
 
 
 def cmd_demo(args, config: Config) -> int:
-    from m3agent.demo import run_demo
+    from m3agent.jobs.demo import run_demo
 
     workdir = args.workdir or os.path.join(os.path.expanduser("~"), ".cache", "m3agent", "demo")
     summary = run_demo(workdir, config, questions=args.question or None)
@@ -311,31 +289,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import pickle
-    import sqlite3
-
-    from m3agent.media.probe import MediaError
-    from m3agent.memory.errors import MemoryStoreError
-    from m3agent.models.bundled import ModelNotFoundError
-    from m3agent.models.llm.base import ChatError, ChatUnavailableError
-    from m3agent.qa import QuestionFileError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         config = load_config(args.config, os.environ, args.overrides)
         return int(args.func(args, config) or 0)
-    except (MemoryStoreError, ConfigError, pickle.UnpicklingError, FileNotFoundError, MediaError,
-            QuestionFileError, ChatUnavailableError, ModelNotFoundError) as exc:
-        print(f"m3agent {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ChatError as exc:  # the model server failed for good (after its retries)
-        print(f"m3agent {args.command}: error: {exc}", file=sys.stderr)
-        return 1
-    except sqlite3.DatabaseError as exc:  # damage found while reading pages, after a clean open
-        print(f"m3agent {args.command}: error: {getattr(args, 'db', '')} is corrupt: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except M3AgentError as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"m3agent {args.command}: error: {message}", file=sys.stderr)
+        return exc.exit_code
     except BrokenPipeError:
         return 0
 

@@ -223,7 +223,29 @@ def load_config(
             config = _merge(config, _nest(dotted, value))
     for item in overrides:
         config = _merge(config, parse_override(item))
+    validate(config)
     return config
+
+
+def validate(config: Config) -> None:
+    """Check every backend name now, before anything loads, naming the setting that is wrong."""
+    from m3agent.registry import check_name
+
+    pc, mc = config.memorize.perception, config.memorize
+    named = [("embedder", config.embedder.backend, "embedder.backend"),
+             ("face", pc.face_backend, "memorize.perception.face_backend"),
+             ("memorizer", mc.memorizer, "memorize.memorizer"),
+             ("chat", mc.chat.backend, "memorize.chat.backend"),
+             ("chat", config.control.chat.backend, "control.chat.backend")]
+    if pc.voice_backend:
+        named.append(("voice", pc.voice_backend, "memorize.perception.voice_backend"))
+    if pc.asr_backend:
+        named.append(("asr", pc.asr_backend, "memorize.perception.asr_backend"))
+    for kind, name, setting in named:
+        check_name(kind, name, setting)
+    if mc.memorizer == "chat" and mc.chat.backend in ("", "auto"):  # the embedded SmolLM2 is text-only and tiny
+        raise ConfigError("memorize.memorizer=chat needs a vision-language model: set memorize.chat.backend "
+                          "(e.g. openai with memorize.chat.base_url of a vLLM server running Qwen2.5-VL)")
 
 
 def to_dict(config: Any) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """Backends found by name and imported on first use, so heavy optional packages stay optional.
 
-Each kind of backend (``embedder``, ``vector_index``, ...) maps a short name to a ``"module:Class"``
-path. Users add their own with :func:`register` (or by passing a dotted path as the name).
+Each kind of backend maps a short name to a ``"module:Class"`` path. Every backend class builds itself
+the same way, ``Class.from_config(section, **deps)``: ``section`` is its kind's part of the config tree
+(see ``CONFIG_SECTION``) and ``deps`` are objects other backends provide (the chat memorizer's chat
+model). Users add their own with :func:`register`, or name a ``module:Class`` directly in the config.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ _BACKENDS: dict[str, dict[str, str]] = {
     "voice": {"resemblyzer": "m3agent.perception.voices.resemblyzer:ResemblyzerVoiceBackend"},
     "asr": {"faster-whisper": "m3agent.perception.asr.faster_whisper:FasterWhisperASR"},
     "memorizer": {
-        "grounded": "m3agent.memorizers.grounded:GroundedMemorizer",
-        "chat": "m3agent.memorizers.chat:ChatMemorizer",
+        "grounded": "m3agent.memorize.grounded:GroundedMemorizer",
+        "chat": "m3agent.memorize.chat:ChatMemorizer",
     },
     "chat": {
         "openai": "m3agent.models.llm.openai:OpenAIChat",
@@ -33,26 +35,43 @@ _BACKENDS: dict[str, dict[str, str]] = {
         "llamacpp": "m3agent.models.llm.llamacpp:LlamaCppChat",
         "scripted": "m3agent.models.llm.scripted:ScriptedChat",
     },
-    "vector_index": {
-        "flat": "m3agent.memory.index.flat:FlatIndex",
-        "ivf": "m3agent.memory.index.ivf:IVFIndex",
-    },
 }
+
+#: names that stand for a registered backend chosen at run time (see m3agent.factory)
+ALIASES = {"chat": ("auto",)}
 
 
 class UnknownBackendError(M3AgentError, KeyError):
-    """Raised for a backend name that is neither registered nor an importable ``module:Class``."""
+    """A backend name that is neither registered nor an importable ``module:Class``."""
+
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class DuplicateBackendError(M3AgentError, ValueError):
+    """A second registration under a name that is taken."""
 
 
 def register(kind: str, name: str, target: str) -> None:
     """Register ``target`` (``"package.module:Class"``) as backend ``name`` of ``kind``."""
     if ":" not in target:
         raise ValueError(f"backend target must look like 'module:Class', got {target!r}")
-    _BACKENDS.setdefault(kind, {})[name] = target
+    taken = _BACKENDS.setdefault(kind, {})
+    if name in taken or name in ALIASES.get(kind, ()):
+        raise DuplicateBackendError(f"{kind} backend {name!r} is already registered ({taken.get(name, 'alias')})")
+    taken[name] = target
 
 
 def available(kind: str) -> list[str]:
     return sorted(_BACKENDS.get(kind, {}))
+
+
+def check_name(kind: str, name: str, setting: str) -> None:
+    """Fail now, naming the setting, if ``name`` cannot be a ``kind`` backend (no import happens)."""
+    if name in _BACKENDS.get(kind, {}) or name in ALIASES.get(kind, ()) or ":" in name:
+        return
+    known = ", ".join(available(kind) + list(ALIASES.get(kind, ()))) or "none"
+    raise UnknownBackendError(f"{setting}: unknown {kind} backend {name!r}; known: {known}")
 
 
 def load_class(kind: str, name: str) -> type:
@@ -65,13 +84,16 @@ def load_class(kind: str, name: str) -> type:
             )
         target = name
     module_name, _, attr = target.partition(":")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UnknownBackendError(f"{kind} backend {name!r}: cannot import {module_name}: {exc}") from exc
     try:
         return getattr(module, attr)
-    except AttributeError as exc:  # pragma: no cover - a broken registration
+    except AttributeError as exc:
         raise UnknownBackendError(f"{target!r} has no attribute {attr!r}") from exc
 
 
-def create(kind: str, name: str, **kwargs: Any) -> Any:
-    """Build backend ``name`` of ``kind`` with ``kwargs``."""
-    return load_class(kind, name)(**kwargs)
+def build(kind: str, name: str, config: Any, **deps: Any) -> Any:
+    """Backend ``name`` of ``kind``, built from its config section (and ``deps``)."""
+    return load_class(kind, name).from_config(config, **deps)

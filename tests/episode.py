@@ -1,15 +1,14 @@
-"""The fixture episode: the shipped sample episode (m3agent/demo.py) built from the original photos
-in shared/data/faces, so tests run on the full-size real images."""
+"""The fixture episode: the shipped sample episode (m3agent/samples/episode.py) built from the original photos
+in tests/data/faces, so tests run on the full-size real images."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from m3agent.demo import PEOPLE, SCRIPT, scenes
-from m3agent.media.synth import build_episode
+from m3agent.samples.episode import PEOPLE, SCRIPT, scenes
+from m3agent.samples.synth import build_episode
+from tests.data import FACES
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-FACES = SHARED / "faces"
 ORIGINALS = {"david_1.jpg": "obama.jpg", "david_2.jpg": "obama2.jpg", "sarah_1.jpg": "train_rose_leslie_img1.jpg",
              "sarah_2.jpg": "train_rose_leslie_img2.jpg", "peter_1.jpg": "biden.jpg",
              "peter_2.jpg": "train_biden_biden2.jpg"}
@@ -26,7 +25,7 @@ FACTS = {  # a spoken fact -> (who says it, words that must appear in the line m
     "football": ("peter", ["football", "Sunday"]),
 }
 
-__all__ = ["FACES", "FACTS", "PEOPLE", "SCRIPT", "SHARED", "build"]
+__all__ = ["FACES", "FACTS", "PEOPLE", "SCRIPT", "build"]
 
 
 def build(path: Path, seconds: float = 13.0):

@@ -24,3 +24,18 @@ def test_bad_keys_and_values_are_clear(tmp_path):
     bad.write_text("[memory\n")
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(bad)
+
+
+def test_backend_names_are_checked_when_the_config_loads():
+    from m3agent.registry import UnknownBackendError
+
+    with pytest.raises(UnknownBackendError, match="control.chat.backend: unknown chat backend 'nope'; known: .*openai"):
+        load_config(overrides=["control.chat.backend=nope"])
+    with pytest.raises(UnknownBackendError, match="memorize.perception.face_backend"):
+        load_config(env={"M3AGENT__MEMORIZE__PERCEPTION__FACE_BACKEND": "retina"})
+    with pytest.raises(UnknownBackendError, match="embedder.backend"):
+        load_config(overrides=["embedder.backend=word2vec"])
+    # the aliases, an empty optional backend and a user's own module:Class are accepted
+    cfg = load_config(overrides=["control.chat.backend=auto", "memorize.perception.asr_backend=",
+                                 "embedder.backend=my_pkg.embed:MyEmbedder"])
+    assert cfg.memorize.perception.asr_backend == "" and cfg.embedder.backend == "my_pkg.embed:MyEmbedder"

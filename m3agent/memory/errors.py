@@ -30,3 +30,15 @@ class EmbedderMismatchError(MemoryStoreError):
 
 class UnknownEntityError(MemoryStoreError, KeyError):
     pass
+
+
+class ReadOnlyDatabaseError(MemoryStoreError):
+    """The DB file, or the folder it lives in, cannot be written."""
+
+
+class DiskFullError(MemoryStoreError):
+    """The disk (or a size limit) is full; the transaction in flight was rolled back, nothing else is lost."""
+
+
+class DatabaseBusyError(MemoryStoreError):
+    """Another process holds the DB's write lock for longer than the busy timeout."""

@@ -6,10 +6,13 @@ in their own table so that node scans never read them and pages pack tightly.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import sqlite3
 import threading
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,9 +23,12 @@ import numpy as np
 
 from m3agent.memory.errors import (
     CorruptDatabaseError,
+    DatabaseBusyError,
     DatabaseNotFoundError,
+    DiskFullError,
     ForeignDatabaseError,
     MemoryStoreError,
+    ReadOnlyDatabaseError,
     SchemaVersionError,
 )
 from m3agent.memory.model import Clip, NodeKind, TextNode, Video, VoiceSegment
@@ -86,6 +92,58 @@ def check_file(path: Path) -> None:
         raise CorruptDatabaseError(f"{path} is {what}; it is not a usable m3agent memory DB")
 
 
+def store_error(path: Path, exc: BaseException) -> MemoryStoreError:
+    """What a failed SQLite or file operation on ``path`` means, in words a user can act on."""
+    if isinstance(exc, MemoryStoreError):
+        return exc
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    folder = path.parent if str(path.parent) else Path(".")
+    if name.startswith("SQLITE_FULL") or "disk is full" in text or getattr(exc, "errno", None) == 28:
+        return DiskFullError(f"{path}: disk full ({text}); what was stored before is intact, the clip in flight "
+                             "was not written: free space and run the same command again")
+    if (name.startswith("SQLITE_READONLY") or "readonly" in text or isinstance(exc, PermissionError)
+            or (name.startswith("SQLITE_CANTOPEN") and not os.access(folder, os.W_OK))):
+        where = path if os.access(folder, os.W_OK) or not folder.exists() else f"{path} (its folder {folder})"
+        return ReadOnlyDatabaseError(f"{where} is read-only: {text}; copy the DB somewhere writable, or use a "
+                                     "command that only reads it")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return DatabaseBusyError(f"{path} is locked by another process writing to it: {text}")
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
+        return CorruptDatabaseError(f"{path} is corrupt: {text}")
+    if name.startswith("SQLITE_IOERR") or isinstance(exc, OSError):
+        return MemoryStoreError(f"{path}: I/O error: {text}")
+    return MemoryStoreError(f"{path}: {text}")
+
+
+def _speaks_for_its_file(cls):
+    """Every public method of the store reports SQLite and OS errors as :func:`store_error` does."""
+
+    def wrap(method):
+        if inspect.isgeneratorfunction(method):
+            @functools.wraps(method)
+            def rows(self, *args, **kwargs):
+                try:
+                    yield from method(self, *args, **kwargs)
+                except (sqlite3.Error, OSError) as exc:
+                    raise store_error(self.path, exc) from exc
+            return rows
+
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except (sqlite3.Error, OSError) as exc:
+                raise store_error(self.path, exc) from exc
+        return call
+
+    for name, member in list(vars(cls).items()):
+        if inspect.isfunction(member) and not name.startswith("_") and name != "transaction":
+            setattr(cls, name, wrap(member))
+    return cls
+
+
+@_speaks_for_its_file
 class SQLiteStore:
     """Rows of one memory DB. Thread-safe for one writer and many readers (WAL)."""
 
@@ -101,7 +159,7 @@ class SQLiteStore:
         self._depth = 0
         try:
             if readonly:
-                uri = f"file:{self.path.resolve()}?mode=ro"
+                uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
                 self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -115,8 +173,8 @@ class SQLiteStore:
                 self._check_identity()
             if not readonly:
                 self.conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.DatabaseError as exc:
-            raise CorruptDatabaseError(f"{self.path}: {exc}") from exc
+        except (sqlite3.Error, OSError) as exc:
+            raise store_error(self.path, exc) from exc
 
     # ------------------------------------------------------------------ lifecycle
     def _create_schema(self) -> None:
@@ -163,15 +221,20 @@ class SQLiteStore:
                 finally:
                     self._depth -= 1
                 return
-            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc) from exc
             self._depth = 1
             try:
                 yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            else:
                 self.conn.execute("COMMIT")
+            except BaseException as exc:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error | OSError):
+                    raise store_error(self.path, exc) from exc
+                raise
             finally:
                 self._depth = 0
 

@@ -49,7 +49,7 @@ def cluster(embeddings: np.ndarray, threshold: float, distance: Distance) -> lis
 
 
 class IdentityBank:
-    """Snapshots of one video's face (or voice) nodes, kept in step with what the graph stores."""
+    """Snapshots of one video's face (or voice) nodes: what the memory stores for each, nothing else."""
 
     def __init__(self, threshold: float, distance: Distance, snapshots: dict[int, np.ndarray] | None = None):
         self.threshold = threshold
@@ -66,9 +66,7 @@ class IdentityBank:
                 best, best_d = node_id, d
         return best
 
-    def update(self, node_id: int, embeddings: np.ndarray, cap: int) -> None:
-        old = self.snapshots.get(node_id)
-        both = embeddings if old is None else np.concatenate([old, embeddings])
-        if len(both) > cap:
-            both = both[np.unique(np.linspace(0, len(both) - 1, cap).round().astype(int))]
-        self.snapshots[node_id] = both
+    def keep(self, node_id: int, snapshots: np.ndarray) -> None:
+        """The embeddings the memory keeps for ``node_id``: the writer's snapshot policy chooses them,
+        so an uninterrupted run and a resumed one match against the same evidence."""
+        self.snapshots[node_id] = np.asarray(snapshots)

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from m3agent.media import MediaError, iter_clips, probe
-from m3agent.media.synth import Scene, build_episode
-from tests.episode import FACES, SHARED
-
-HAMILTON = SHARED / "video" / "short_hamilton_clip.mp4"
+from m3agent.samples.synth import Scene, build_episode
+from tests.data import FACES
+from tests.data import VIDEO_CLIP as HAMILTON
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from m3agent.config import EmbedderConfig
-from m3agent.models.embed import build_embedder
+from m3agent.factory import build_embedder
 
 pytestmark = pytest.mark.models
 

@@ -23,8 +23,8 @@ def test_bank_matches_by_median_and_respects_taken():
     assert bank.match(np.array([[0.05, 1.0]])) == 2
     assert bank.match(np.array([[1.0, 0.05]]), taken={1}) is None
     assert bank.match(np.array([[-1.0, 0.0]])) is None
-    bank.update(2, np.tile([[0.0, 1.0]], (30, 1)), cap=10)
-    assert len(bank.snapshots[2]) == 10
+    bank.keep(2, np.array([[-1.0, 0.0]]))  # the memory's snapshot policy replaced node 2's evidence
+    assert bank.match(np.array([[0.05, 1.0]])) is None and bank.match(np.array([[-1.0, 0.05]])) == 2
 
 
 @pytest.mark.models
@@ -32,7 +32,7 @@ def test_dlib_separates_the_shared_photos():
     from PIL import Image
 
     from m3agent.perception.faces.dlib import DlibFaceBackend
-    from tests.episode import FACES
+    from tests.data import FACES
 
     backend = DlibFaceBackend(upsample=1)
     photos = {"obama": ["obama.jpg", "obama2.jpg"], "biden": ["biden.jpg", "train_biden_biden2.jpg"],

@@ -6,12 +6,19 @@ import os
 import numpy as np
 import pytest
 
-from m3agent import registry
+from m3agent.config import load_config
+from m3agent.factory import build_perceiver
+from m3agent.models.bundled import ModelNotFoundError
+
+
+def insightface_config(model_dir: str):
+    return load_config(overrides=["memorize.perception.face_backend=insightface",
+                                  f"memorize.perception.face_model_dir={model_dir}"]).memorize.perception
 
 
 def test_missing_model_dir_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="buffalo_l"):
-        registry.create("face", "insightface", model_dir=str(tmp_path))
+    with pytest.raises(ModelNotFoundError, match="buffalo_l.*face_model_dir"):
+        build_perceiver(insightface_config(str(tmp_path)))
 
 
 def test_cosine_distance_contract():
@@ -25,16 +32,16 @@ def test_cosine_distance_contract():
 
 
 @pytest.mark.models
-def test_buffalo_l_on_shared_photos():
+def test_buffalo_l_on_real_photos():
     model_dir = os.environ.get("M3AGENT_INSIGHTFACE_DIR")
     if not model_dir:
         pytest.skip("set M3AGENT_INSIGHTFACE_DIR to a folder with models/buffalo_l to run this test")
     pytest.importorskip("insightface", reason="insightface is not installed (pip install 'm3agent[gpu]')")
     from PIL import Image
 
-    from tests.episode import FACES
+    from tests.data import FACES
 
-    backend = registry.create("face", "insightface", model_dir=model_dir)
+    backend = build_perceiver(insightface_config(model_dir)).faces
     a = backend.detect(np.asarray(Image.open(FACES / "obama.jpg").convert("RGB")))
     b = backend.detect(np.asarray(Image.open(FACES / "obama2.jpg").convert("RGB")))
     c = backend.detect(np.asarray(Image.open(FACES / "biden.jpg").convert("RGB")))

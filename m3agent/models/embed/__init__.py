@@ -1,5 +1,5 @@
-"""Text embedders behind one interface; see :mod:`m3agent.models.embed.base`."""
+"""Text embedders behind one interface; see :mod:`m3agent.models.embed.base` (built by m3agent.factory)."""
 
-from m3agent.models.embed.base import TextEmbedder, build_embedder
+from m3agent.models.embed.base import TextEmbedder
 
-__all__ = ["TextEmbedder", "build_embedder"]
+__all__ = ["TextEmbedder"]

@@ -22,6 +22,10 @@ class TextEmbedder(ABC):
     #: texts start, which depends on the model (M3-Agent's 0.5 suits OpenAI's text-embedding-3-large)
     relevance_threshold: float = 0.5
 
+    @classmethod
+    def from_config(cls, config: EmbedderConfig) -> TextEmbedder:
+        raise NotImplementedError(f"{cls.__name__} does not say how to build it from config")
+
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an ``(len(texts), dim)`` float32 array of unit vectors (zero rows for empty text)."""
@@ -38,10 +42,3 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
-
-def build_embedder(config: EmbedderConfig) -> TextEmbedder:
-    """Build the embedder that ``config`` names, importing its backend only now."""
-    from m3agent import registry
-
-    cls = registry.load_class("embedder", config.backend)
-    return cls.from_config(config)

@@ -18,5 +18,10 @@ class Segment:
 class ASRBackend(ABC):
     name: str
 
+    @classmethod
+    def from_config(cls, config) -> ASRBackend:
+        """Build from :class:`m3agent.config.PerceptionConfig`."""
+        return cls(model=config.asr_model, device=config.device, language=config.asr_language or None)
+
     @abstractmethod
     def transcribe(self, audio: np.ndarray, sample_rate: int = 16_000) -> list[Segment]: ...

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from m3agent.models.bundled import bundled_dir
+from m3agent.models.bundled import ModelNotFoundError, bundled_dir
 from m3agent.perception.asr.base import ASRBackend, Segment
 
 
@@ -24,7 +24,7 @@ class FasterWhisperASR(ASRBackend):
 
         path = str(bundled_whisper_dir()) if not model else model
         if model and not Path(model).expanduser().exists():
-            raise FileNotFoundError(f"Whisper model directory not found: {model}")
+            raise ModelNotFoundError(f"Whisper model directory not found: {model} (memorize.perception.asr_model)")
         self._model = WhisperModel(path, device=device, compute_type=compute_type, cpu_threads=cpu_threads)
         self.language, self.beam_size, self.vad_filter = language, beam_size, vad_filter
         self.model_name = "tiny.en" if not model else Path(model).name

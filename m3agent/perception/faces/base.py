@@ -32,6 +32,11 @@ class FaceBackend(ABC):
     dim: int
     same_person_distance: float
 
+    @classmethod
+    def from_config(cls, config) -> FaceBackend:
+        """Build from :class:`m3agent.config.PerceptionConfig`."""
+        return cls(min_score=config.face_min_score, min_size=config.face_min_size, max_side=config.max_side)
+
     @abstractmethod
     def locate(self, frame: np.ndarray) -> list[tuple[tuple[int, int, int, int], float]]:
         """Face boxes ``(left, top, right, bottom)`` with detector scores, filtered by score and size."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from m3agent.models.bundled import ModelNotFoundError
 from m3agent.perception.faces.base import FaceBackend, iou
 
 
@@ -19,18 +20,26 @@ class InsightFaceBackend(FaceBackend):
     def __init__(self, model_dir: str, model_name: str = "buffalo_l", min_score: float = 0.5,
                  min_size: int = 40, ctx_id: int = -1, det_size: int = 640):
         root = Path(model_dir).expanduser()
-        if not (root / "models" / model_name).is_dir() and not (root / model_name).is_dir():
-            raise FileNotFoundError(
-                f"insightface model {model_name!r} not found under {root} (expected {root}/models/{model_name})"
+        if not model_dir or (not (root / "models" / model_name).is_dir() and not (root / model_name).is_dir()):
+            raise ModelNotFoundError(
+                f"insightface model {model_name!r} not found under {root} (expected {root}/models/{model_name}; "
+                "set memorize.perception.face_model_dir)"
             )
         try:
             from insightface.app import FaceAnalysis
         except ImportError as exc:
-            raise ImportError("insightface is not installed: pip install 'm3agent[gpu]'") from exc
+            raise ModelNotFoundError("insightface is not installed: pip install 'm3agent[gpu]'") from exc
         base = root if (root / "models" / model_name).is_dir() else root.parent
         self._app = FaceAnalysis(name=model_name, root=str(base), allowed_modules=["detection", "recognition"])
         self._app.prepare(ctx_id=ctx_id, det_size=(det_size, det_size))
         self.min_score, self.min_size = min_score, min_size
+
+    @classmethod
+    def from_config(cls, config) -> InsightFaceBackend:
+        device = config.device
+        ctx_id = int(device.partition(":")[2] or 0) if device.startswith("cuda") else -1
+        return cls(config.face_model_dir, min_score=config.face_min_score, min_size=config.face_min_size,
+                   ctx_id=ctx_id)
 
     def distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.atleast_2d(a), np.atleast_2d(b)

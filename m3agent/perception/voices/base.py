@@ -12,6 +12,11 @@ class VoiceBackend(ABC):
     dim: int
     same_speaker_cosine: float  # averaged embeddings at or above this are one speaker
 
+    @classmethod
+    def from_config(cls, config) -> VoiceBackend:
+        """Build from :class:`m3agent.config.PerceptionConfig`."""
+        return cls(device=config.device)
+
     @abstractmethod
     def embed(self, audio: np.ndarray, sample_rate: int = 16_000) -> np.ndarray:
         """Unit-norm embedding of one segment of mono float32 audio."""

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from m3agent.config import ChatConfig
-from m3agent.models.llm import build_chat, resolve_backend
+from m3agent.factory import build_chat, chat_backend
 from m3agent.models.llm.base import (
     ChatError,
     ChatUnavailableError,
@@ -66,8 +66,8 @@ def test_build_chat_by_name_and_the_embedded_default(tmp_path, monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
-    assert resolve_backend("auto") == "transformers"  # no llama-cpp-python: the pure-Python path
-    assert resolve_backend("openai") == "openai"
+    assert chat_backend("auto") == "transformers"  # no llama-cpp-python: the pure-Python path
+    assert chat_backend("openai") == "openai"
 
 
 def test_openai_backend_needs_a_server_or_a_key(monkeypatch):

@@ -5,7 +5,7 @@ The model is tiny and often wrong, so these tests check plumbing and limits, nev
 import pytest
 
 from m3agent.config import ChatConfig
-from m3agent.models.llm import build_chat
+from m3agent.factory import build_chat
 from m3agent.models.llm.base import ChatUnavailableError, ContextOverflowError
 
 pytestmark = pytest.mark.models

@@ -5,9 +5,9 @@ import pytest
 
 from m3agent.config import ChatConfig, ControlConfig
 from m3agent.control import Controller, Question
-from m3agent.models.llm import build_chat
+from m3agent.factory import build_chat
 from m3agent.models.llm.base import ChatError, ContextOverflowError
-from m3agent.models.llm.llama_server import llama_server
+from m3agent.testing.llama_server import llama_server
 
 pytestmark = pytest.mark.models
 

@@ -1,0 +1,79 @@
+"""The control process with a chat model: many questions through their rounds in lock step.
+
+:meth:`Controller.answer_many` makes one ``chat.batch`` call per round, so a batching backend (vLLM, a
+concurrent server client) sees the questions together; every round itself is :class:`ControlStep`'s.
+A conversation that outgrows the context window loses its oldest search results first; a question
+whose model call fails for good gets an :class:`Answer` with ``error`` set, and the others go on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from m3agent.config import ControlConfig
+from m3agent.control.protocol import ControlStep, Memory, QuestionState
+from m3agent.control.records import Answer, Question
+from m3agent.control.text import drop_oldest_results
+from m3agent.models.llm.base import ChatError, ChatModel, ChatResponse, ContextOverflowError
+
+log = logging.getLogger(__name__)
+
+
+class Controller:
+    def __init__(self, graph: Memory, chat: ChatModel, config: ControlConfig | None = None):
+        self.graph, self.chat, self.config = graph, chat, config or ControlConfig()
+        self.step = ControlStep(graph, self.config)
+
+    def answer(self, question: str, *, video: int | str | None = None, before_clip: int | None = None) -> Answer:
+        """One question; a model failure raises :class:`ChatError` instead of coming back in the answer."""
+        answer = self.answer_many([Question(question, before_clip, video)])[0]
+        if answer.error:
+            raise ChatError(answer.error)
+        return answer
+
+    def answer_many(self, questions: Sequence[Question],
+                    on_round: Callable[[int, int], None] | None = None) -> list[Answer]:
+        """Answers in question order; ``on_round(round, questions still open)`` reports progress."""
+        states = [self.step.start(q) for q in questions]
+        total = self.step.rounds
+        for number in range(1, total + 1):
+            active = [s for s in states if not s.done]
+            if not active:
+                break
+            if on_round:
+                on_round(number, len(active))
+            for state in active:
+                self.step.instruct(state, number, total)
+            for state, reply in zip(active, self._replies(active)):
+                if reply is not None:
+                    self.step.apply(state, reply, last=number == total)
+        return [self.step.finish(s) for s in states]
+
+    def namer(self, video_id: int, before_clip: int | None = None) -> Callable[[str], str]:
+        return self.step.namer(video_id, before_clip)
+
+    def _replies(self, active: list[QuestionState]) -> list[ChatResponse | None]:
+        """One reply per conversation (None where it failed); on a batch failure, each on its own."""
+        try:
+            return self.chat.batch([s.messages for s in active], **self.step.sampling)
+        except ChatError as exc:
+            if len(active) > 1 or isinstance(exc, ContextOverflowError):
+                log.info("batch of %d failed (%s); asking one by one", len(active), exc)
+            else:
+                active[0].fail(str(exc))
+                return [None]
+        return [self._reply_fitting(state) for state in active]
+
+    def _reply_fitting(self, state: QuestionState) -> ChatResponse | None:
+        """Ask for one reply, dropping the oldest search results while the conversation is too long."""
+        while True:
+            try:
+                return self.chat.chat(state.messages, **self.step.sampling)
+            except ContextOverflowError as exc:
+                if not drop_oldest_results(state.messages):
+                    state.fail(f"the question does not fit the model's context window: {exc}")
+                    return None
+            except ChatError as exc:
+                state.fail(str(exc))
+                return None

@@ -1,0 +1,168 @@
+"""One question's way through the control process, one step at a time, with no chat model inside.
+
+The caller owns generation, so the batch loop (:class:`m3agent.control.loop.Controller`), a chat app
+and an RL rollout that samples tokens itself all drive this same step::
+
+    step = ControlStep(memory, config)
+    state = step.start(question)                   # system message; the seed search when configured
+    for number in range(1, step.rounds + 1):
+        step.instruct(state, number)               # user message: pending results + round instruction
+        reply = generate(state.messages, **step.sampling)
+        step.apply(state, reply, last=number == step.rounds)   # answer -> state.final, else search
+        if state.done:
+            break
+    answer = step.finish(state)                    # character ids replaced by names
+
+By default the question itself is searched before the first round (``seed_search``), so even a small
+model starts from evidence; this costs one memory search (milliseconds) and no model round.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from m3agent.config import ControlConfig
+from m3agent.control.records import Answer, Question, Round
+from m3agent.control.text import STOP, choose_query, format_results, parse_action
+from m3agent.memory.errors import MemoryStoreError
+from m3agent.memory.search import SeenClips
+from m3agent.memory.tags import rewrite_tags
+from m3agent.models.llm.base import ChatResponse
+from m3agent.prompts import load_prompt
+
+if TYPE_CHECKING:
+    from m3agent.memory.characters import CharacterMap
+    from m3agent.memory.model import Video
+    from m3agent.memory.search import SearchResult
+
+
+class Memory(Protocol):
+    """What the control step needs from memory (a :class:`m3agent.memory.MemoryGraph` has it all)."""
+
+    def search(self, query: str, **kwargs) -> SearchResult: ...
+
+    def resolve_video(self, video: int | str | None) -> Video: ...
+
+    def names(self, video_id: int, before_clip: int | None = None) -> dict[int, str]: ...
+
+    def characters(self, video_id: int, before_clip: int | None = None) -> CharacterMap: ...
+
+
+@dataclass
+class QuestionState:
+    """Everything one question carries between steps. Drivers send ``messages`` to the model and read
+    the rest; the step (and :func:`drop_oldest_results`, :meth:`fail`) change it."""
+
+    question: Question
+    video_id: int  # -1 when memory does not hold the question's video (``error`` says why)
+    messages: list[dict]
+    seen: SeenClips = field(default_factory=SeenClips)
+    rounds: list[Round] = field(default_factory=list)
+    pending: str = ""  # search results waiting to go out with the next instruction
+    notes: dict[int, list[str]] = field(default_factory=dict)
+    final: str | None = None
+    error: str | None = None
+    start: float = field(default_factory=time.perf_counter)
+    end: float | None = None  # when its answer (or error) came: questions of one batch finish apart
+
+    @property
+    def done(self) -> bool:
+        return self.final is not None or self.error is not None
+
+    def fail(self, error: str) -> None:
+        """End this question with ``error`` (say, its model call failed for good); others go on."""
+        self.error, self.end = error, time.perf_counter()
+
+
+class ControlStep:
+    def __init__(self, memory: Memory, config: ControlConfig | None = None):
+        self.memory, self.config = memory, config or ControlConfig()
+
+    @property
+    def rounds(self) -> int:
+        """Model rounds per question; the last one must answer."""
+        return max(1, self.config.max_rounds)
+
+    @property
+    def sampling(self) -> dict:
+        """Generation settings for every round, in :meth:`ChatModel.chat` keywords."""
+        return {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature, "stop": STOP}
+
+    def start(self, question: Question) -> QuestionState:
+        """A new conversation: the system message, and the seed search's results pending for round 1.
+        A question naming a video memory does not hold comes back already failed."""
+        system = load_prompt("control_system").format(question=question.text)
+        try:
+            video_id = self.memory.resolve_video(question.video).id
+        except MemoryStoreError as exc:
+            return QuestionState(question, -1, [], error=str(exc))
+        state = QuestionState(question, video_id, [{"role": "system", "content": system}])
+        if self.config.seed_search:
+            step = Round("search", question.text, by="seed")
+            state.rounds.append(step)
+            state.pending = self.search(state, step, question.text)
+        return state
+
+    def instruct(self, state: QuestionState, number: int, total: int | None = None) -> None:
+        """Append round ``number``'s user message: the pending search results, then the instruction
+        (on the last round, the one that forces an answer)."""
+        total = total or self.rounds
+        template = load_prompt("control_last_round" if number == total else "control_round")
+        instruction = template.format(round=number, rounds=total, question=state.question.text)
+        state.messages.append({"role": "user", "content": (state.pending + "\n\n" + instruction).strip()})
+        state.pending = ""
+
+    def apply(self, state: QuestionState, reply: ChatResponse | str, *, last: bool) -> Round:
+        """Take the model's reply: an answer (or any reply on the last round) becomes ``state.final``;
+        otherwise memory is searched and the results wait in ``state.pending`` for the next round."""
+        if state.done:
+            raise ValueError(f"question already finished: {state.question.text!r}")
+        response = ChatResponse(reply) if isinstance(reply, str) else reply
+        action, content, malformed = parse_action(response.text)
+        step = Round(action, content, malformed=malformed, prompt_tokens=response.prompt_tokens,
+                     completion_tokens=response.completion_tokens, seconds=response.seconds)
+        state.rounds.append(step)
+        state.messages.append({"role": "assistant", "content": response.text})
+        if action == "answer" or last:
+            step.action = "answer"
+            state.final, state.end = content, time.perf_counter()
+        else:
+            state.pending = self.search(state, step, choose_query(content, malformed, state.question.text))
+        return step
+
+    def search(self, state: QuestionState, step: Round, query: str) -> str:
+        """Search memory for ``state``'s question (never showing a clip twice), record what came back
+        on ``step`` and in ``state.notes``, and return the results as the model reads them."""
+        start = time.perf_counter()
+        result = self.memory.search(query, video=state.video_id, before_clip=state.question.before_clip,
+                                    seen=state.seen)
+        step.search_seconds = time.perf_counter() - start
+        step.clips = [c.id for c in result.clips]
+        step.hits = [{"clip": c.id, "start": c.start, "end": c.end, "score": round(c.score, 4)} for c in result.clips]
+        for clip in result.clips:
+            state.notes.setdefault(clip.id, []).extend(clip.lines)
+        return format_results(query, result)
+
+    def finish(self, state: QuestionState) -> Answer:
+        """The answer as users read it: names instead of character ids, in the answer and its notes."""
+        if state.video_id < 0:
+            return Answer(state.question.text, "", state.rounds, 0.0, state.error)
+        named = self.namer(state.video_id, state.question.before_clip)  # one lookup for the answer and notes
+        text = named(state.final) if state.final is not None else ""
+        notes = {clip: [named(line) for line in lines] for clip, lines in state.notes.items()}
+        return Answer(state.question.text, text, state.rounds, (state.end or time.perf_counter()) - state.start,
+                      state.error, notes)
+
+    def namer(self, video_id: int, before_clip: int | None = None) -> Callable[[str], str]:
+        """A function replacing character (and face/voice) ids in a text by the names memory knows."""
+        names = self.memory.names(video_id, before_clip)
+        cmap = self.memory.characters(video_id, before_clip)
+
+        def sub(kind: str, number: int) -> str:
+            character = number if kind == "character" else cmap.character_of(number)
+            return names.get(character, "an unnamed person") if character is not None else "an unnamed person"
+
+        return lambda text: rewrite_tags(text, sub).strip()

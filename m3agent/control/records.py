@@ -1,0 +1,56 @@
+"""What a question, a round and an answer are: the records every driver of the control step shares.
+
+``Answer.to_dict`` is the JSON shape of ``m3agent ask --json`` and of each line ``m3agent qa`` writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Question:
+    text: str
+    before_clip: int | None = None
+    video: int | str | None = None
+
+
+@dataclass
+class Round:
+    action: str  # "search" | "answer"
+    content: str
+    clips: list[int] = field(default_factory=list)
+    by: str = "model"  # "model", or "seed" for the search of the question made before round 1
+    malformed: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0  # model time of this round
+    search_seconds: float = 0.0
+    hits: list[dict] = field(default_factory=list)  # clip, start, end, score of each returned clip
+
+
+@dataclass
+class Answer:
+    question: str
+    answer: str
+    rounds: list[Round]
+    seconds: float
+    error: str | None = None
+    notes: dict[int, list[str]] = field(default_factory=dict, repr=False)  # clip -> lines shown, names filled in
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.prompt_tokens + r.completion_tokens for r in self.rounds)
+
+    @property
+    def evidence(self) -> list[dict]:
+        """Every clip the searches returned, in the order they came."""
+        return [hit for r in self.rounds for hit in r.hits]
+
+    def to_dict(self) -> dict:
+        data = {"answer": self.answer,
+                "rounds": [{"action": r.action, "content": r.content, "clips": r.clips} for r in self.rounds],
+                "seconds": round(self.seconds, 3), "tokens": self.tokens, "trace": [asdict(r) for r in self.rounds]}
+        if self.error:
+            data["error"] = self.error
+        return data

@@ -1,0 +1,79 @@
+"""The text protocol between the control model and memory: reading its replies, writing search results.
+
+Each round the model replies ``Action: [Search]`` or ``Action: [Answer]`` with a ``Content:``; only the
+text after a reasoning model's ``</think>`` counts. A reply that does not follow the format is used as a
+search query as it stands (its first line). These are pure functions on strings and message lists, so
+any driver (a batch loop, a chat app, an RL rollout that generates tokens itself) reads and writes the
+conversation the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from m3agent.models.llm.base import answer_text
+
+_ACTION = re.compile(r"action\s*:\s*\[?\s*(answer|search)\s*\]?\s*(?:content\s*:\s*)?(.*)", re.IGNORECASE | re.DOTALL)
+_CONTENT = re.compile(r"content\s*:\s*(.*)", re.IGNORECASE | re.DOTALL)
+_PLAIN_ANSWER = re.compile(r"^\W*(?:the\s+)?(?:final\s+)?answer\b(?:\s+is\b)?\s*[:\-]?\s*(.+)", re.IGNORECASE | re.DOTALL)
+#: the model must never write these; stopping there cuts small models' echoes of the prompt short
+STOP = ("\nQuestion:", "Search results for ")
+EMPTY_RESULT = "(The search result is empty. Please try searching from another perspective.)"
+KNOWLEDGE_PREFIX = "Search results for "
+DROPPED = KNOWLEDGE_PREFIX + "an earlier query: (dropped to fit the context window)"
+MAX_QUERY_CHARS = 300  # a malformed reply searches with its first line, cut to this
+
+
+def parse_action(text: str) -> tuple[str, str, bool]:
+    """``(action, content, malformed)`` from a model reply."""
+    reply = answer_text(text)
+    match = _ACTION.search(reply)
+    if match:
+        content = match.group(2).strip()
+        inner = _CONTENT.search(content)
+        return match.group(1).lower(), (inner.group(1) if inner else content).strip(), False
+    plain = _PLAIN_ANSWER.match(reply)
+    if plain:  # "The answer is ...": small models answer without the format
+        return "answer", plain.group(1).strip().strip('"').strip(), True
+    return "search", reply.strip(), True
+
+
+def choose_query(content: str, malformed: bool, question: str) -> str:
+    """The search a reply asks for; a malformed reply searches with its first line (small models
+    tend to echo the notes back, which would make a useless query: the question is used then)."""
+    if malformed:
+        content = next((line for line in content.splitlines() if line.strip()), "")[:MAX_QUERY_CHARS]
+        if content.startswith(KNOWLEDGE_PREFIX) or content.lstrip("- ").startswith("CLIP_"):
+            content = ""
+    return content.strip() or question
+
+
+def format_results(query: str, result) -> str:
+    """Search results as the model reads them: one block of note lines per clip, with its time span."""
+    out = [KNOWLEDGE_PREFIX + json.dumps(query, ensure_ascii=False) + ":"]
+    for clip in result.clips:
+        out.append(f"CLIP_{clip.id} ({_clock(clip.start)}-{_clock(clip.end)}):")
+        out.extend(f"- {line}" for line in clip.lines)
+    if result.empty:
+        out.append(EMPTY_RESULT)
+    return "\n".join(out)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
+        f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+def drop_oldest_results(messages: list[dict]) -> bool:
+    """Replace the oldest search results still shown by :data:`DROPPED`, keeping that message's round
+    instruction, so a conversation too long for the context window loses old evidence before new.
+    False when there is nothing left to drop."""
+    for message in messages:
+        content = message["content"]
+        if message["role"] == "user" and content.startswith(KNOWLEDGE_PREFIX) and not content.startswith(DROPPED):
+            instruction = content.split("\n\n", 1)[1] if "\n\n" in content else ""
+            message["content"] = (DROPPED + "\n\n" + instruction).strip()
+            return True
+    return False

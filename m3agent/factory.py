@@ -1,0 +1,96 @@
+"""The one composition root: configuration in, ready objects out.
+
+The CLI, the jobs (qa, batch, demo), the benchmarks and the training scripts build everything here, so
+an object is assembled from config in exactly one way. Backends come from the registry, each built with
+``from_config(section, **deps)``; a backend that needs another object names it in ``requires`` and gets
+it from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from m3agent import registry
+from m3agent.config import ChatConfig, Config, EmbedderConfig, MemorizeConfig, PerceptionConfig
+
+if TYPE_CHECKING:
+    from m3agent.control import Controller
+    from m3agent.memorize.base import Memorizer
+    from m3agent.memory.graph import MemoryGraph
+    from m3agent.models.embed.base import TextEmbedder
+    from m3agent.models.llm.base import ChatModel
+    from m3agent.perception.pipeline import Perceiver
+
+
+def _build(kind: str, name: str, section: Any, providers: dict[str, Callable[[], Any]] | None = None) -> Any:
+    cls = registry.load_class(kind, name)
+    deps = {need: (providers or {})[need]() for need in getattr(cls, "requires", ())}
+    return cls.from_config(section, **deps)
+
+
+def build_embedder(config: EmbedderConfig) -> TextEmbedder:
+    return _build("embedder", config.backend, config)
+
+
+def chat_backend(name: str) -> str:
+    """``auto`` (or empty) is the embedded default: llama-cpp-python when installed, else transformers."""
+    if name in ("", "auto"):
+        return "llamacpp" if importlib.util.find_spec("llama_cpp") is not None else "transformers"
+    return name
+
+
+def build_chat(config: ChatConfig) -> ChatModel:
+    return _build("chat", chat_backend(config.backend), config)
+
+
+def build_perceiver(config: PerceptionConfig) -> Perceiver:
+    from m3agent.perception.pipeline import Perceiver
+
+    faces = _build("face", config.face_backend, config)
+    voices = _build("voice", config.voice_backend, config) if config.voice_backend else None
+    asr = _build("asr", config.asr_backend, config) if config.asr_backend else None
+    return Perceiver(faces, voices, asr, config)
+
+
+def build_memorizer(config: MemorizeConfig) -> Memorizer:
+    return _build("memorizer", config.memorizer, config, {"chat": lambda: build_chat(config.chat)})
+
+
+def memorization_stack(config: Config) -> tuple[Perceiver, Memorizer, TextEmbedder]:
+    """Everything memorizing a video needs, loaded once and reused for every video of a process."""
+    return build_perceiver(config.memorize.perception), build_memorizer(config.memorize), build_embedder(config.embedder)
+
+
+def embedder_for_db(config: EmbedderConfig) -> Callable[[dict[str, str]], TextEmbedder]:
+    """Builds, when first needed, the embedder a DB records it was written with; the configured one
+    when the user set one (a mismatch is then reported, never mixed)."""
+
+    def factory(meta: dict[str, str]) -> TextEmbedder:
+        cfg = config
+        recorded, backend = meta.get("embedder"), meta.get("embedder_backend")
+        if recorded and backend and cfg == EmbedderConfig():
+            model = recorded.removeprefix("hashing-") if backend == "hashing" else recorded
+            cfg = dataclasses.replace(cfg, backend=backend, model=model)
+        return build_embedder(cfg)
+
+    return factory
+
+
+def open_memory(path: str | os.PathLike[str], config: Config, *, embedder: TextEmbedder | None = None,
+                create: bool = False, readonly: bool = False) -> MemoryGraph:
+    """Open a memory DB. Without ``embedder``, the one it was written with is built on first use."""
+    from m3agent.memory.graph import MemoryGraph
+
+    factory = None if embedder is not None else embedder_for_db(config.embedder)
+    return MemoryGraph.open(path, config.memory, embedder=embedder, embedder_factory=factory, create=create,
+                            readonly=readonly)
+
+
+def build_controller(memory: MemoryGraph, config: Config, chat: ChatModel | None = None) -> Controller:
+    from m3agent.control import Controller
+
+    return Controller(memory, chat if chat is not None else build_chat(config.control.chat), config.control)

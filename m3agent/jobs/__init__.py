@@ -1,0 +1,1 @@
+"""What the CLI commands run: batch question answering, batch memorization, the demo."""

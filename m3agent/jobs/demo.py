@@ -1,0 +1,82 @@
+"""``m3agent demo``: build the sample episode, memorize it, ask about it.
+
+The control model (by default the bundled SmolLM2-135M, which is small and often wrong; see the README for
+a served large model) answers each question after searching the memory; each answer is printed with its
+evidence clips and the memory line of each clip closest to the question.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from m3agent.samples.episode import QUESTIONS, build_sample_episode
+
+
+def run_demo(workdir: str | Path, config, questions: list[str] | None = None, out=print) -> dict:
+    """Build (once), memorize (resumable) and question the sample episode; returns what it printed."""
+    from tqdm import tqdm
+
+    from m3agent import factory
+    from m3agent.control import Question
+    from m3agent.memorize import memorize_video
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    video, db = workdir / "sample_episode.mp4", workdir / "sample_episode.db"
+    t0 = time.perf_counter()
+    if not video.exists():
+        out(f"building the sample episode: {video}")
+        build_sample_episode(video)
+    out("loading the offline models (faces, voices, speech, text)")
+    perceiver, memorizer, embedder = factory.memorization_stack(config)
+    graph = factory.open_memory(db, config, embedder=embedder, create=True)
+    report = memorize_video(video, graph, perceiver, memorizer, config.memorize, log_path=str(db) + ".log")
+    video_row = graph.resolve_video(None)
+    names = graph.names(video_row.id)
+    out(f"memorized {report.clips_total} clips ({report.realtime_factor:.1f}x real time this run); "
+        f"characters: " + ", ".join(f"<character_{c}> = {n}" for c, n in sorted(names.items())))
+
+    chat_config = config.control.chat
+    controller = factory.build_controller(graph, config)
+    label = chat_config.model or ("SmolLM2-135M-Instruct" if chat_config.backend in ("", "auto") else chat_config.backend)
+    out(f"answering with {label} ({factory.chat_backend(chat_config.backend)} backend), up to "
+        f"{config.control.max_rounds} rounds of memory search per question")
+    asked = questions or QUESTIONS
+    with tqdm(total=config.control.max_rounds, unit="round", leave=False) as bar:
+        answers = controller.answer_many(
+            [Question(q) for q in asked], on_round=lambda number, _: bar.update(1))
+    results = []
+    for answer in answers:
+        out(f"\nQ: {answer.question}\nA: {answer.answer or '(no answer: ' + str(answer.error) + ')'}")
+        searches = [r for r in answer.rounds if r.action == "search"]
+        out(f"   {len(answer.rounds) - len(searches)} answer + {len(searches)} searches, {answer.seconds:.1f} s")
+        evidence = _evidence(graph, answer)
+        for item in evidence:
+            out(f"   evidence: clip {item['clip']} ({item['start']:.0f}-{item['end']:.0f} s): {item['line']}")
+        results.append({"question": answer.question, "answer": answer.answer, "error": answer.error,
+                        "clips": [item["clip"] for item in evidence], "evidence": evidence,
+                        "rounds": answer.to_dict()["rounds"], "seconds": answer.seconds})
+    graph.close()
+    summary = {"video": str(video), "db": str(db), "seconds": time.perf_counter() - t0, "answers": results}
+    out(f"\ndone in {summary['seconds']:.0f} s; memory DB: {db}  (ask more: m3agent ask {db} \"...\")")
+    return summary
+
+
+def _evidence(graph, answer, limit: int = 2) -> list[dict]:
+    """The best-scoring clips the searches returned, each with its line closest to the question."""
+    import numpy as np
+
+    best: dict[int, dict] = {}
+    for hit in answer.evidence:
+        if hit["clip"] not in best or hit["score"] > best[hit["clip"]]["score"]:
+            best[hit["clip"]] = dict(hit)
+    chosen = sorted(best.values(), key=lambda h: -h["score"])[:limit]
+    for item in chosen:
+        lines = answer.notes.get(item["clip"], [])
+        if lines:
+            vectors = graph.embed_queries([answer.question] + lines)
+            item["line"] = lines[int(np.argmax(vectors[1:] @ vectors[0]))]
+        else:
+            item["line"] = ""
+    return chosen

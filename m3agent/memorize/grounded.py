@@ -1,0 +1,93 @@
+"""The grounded memorizer: memory built from perception alone, no language model.
+
+Episodic lines say who is on screen when and who says what (with video time); semantic lines
+link a voice to the face it speaks from (``Equivalence:``, voted by co-occurrence: a voice speaking
+while exactly one face is visible votes for that face) and record names people give themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from m3agent.memorize.base import Memorizer, MemoryLines
+from m3agent.perception.pipeline import ClipPerception
+
+_NAME = r"([A-Z][a-z]+(?:\s[A-Z][a-z]+)?)"
+_SELF_NAMING = [
+    re.compile(rf"\b(?i:my name is|my name's) {_NAME}"),
+    re.compile(r"\b(?:I am|I'm) ([A-Z][a-z]+)(?=[.,!?]| and |$)"),
+    re.compile(rf"\b(?i:call me) {_NAME}"),
+    re.compile(rf"\bthis is {_NAME} speaking\b", re.IGNORECASE),
+]
+_NOT_NAMES = {"Not", "So", "Very", "Just", "Going", "Here", "Sorry", "Fine", "Good", "Glad", "Happy", "Sure",
+              "The", "A", "An", "In", "On", "At", "From", "Back", "Really", "Also", "Still", "Okay", "Ok"}
+
+
+def clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))  # a timestamp: the second it falls in
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def stated_names(text: str) -> list[str]:
+    names = []
+    for pattern in _SELF_NAMING:
+        for match in pattern.finditer(text):
+            name = match.group(1).split()[0] if match.group(1).split()[0] in _NOT_NAMES else match.group(1)
+            if name.split()[0] not in _NOT_NAMES:
+                names.append(name)
+    return list(dict.fromkeys(names))
+
+
+class GroundedMemorizer(Memorizer):
+    name = "grounded"
+
+    def __init__(self, frame_gap: float = 2.0):
+        self.frame_gap = frame_gap
+
+    def describe(self, perception: ClipPerception, face_ids: list[int], voice_ids: list[int]) -> MemoryLines:
+        lines = MemoryLines()
+        clip = perception.clip
+        step = (clip.frame_times[1] - clip.frame_times[0]) if len(clip.frame_times) > 1 else 1.0
+        for track, node in zip(perception.faces, face_ids):
+            for a, b in track.spans(gap=max(self.frame_gap, 1.5 * step)):
+                if b - a < 0.5:
+                    lines.episodic.append(f"<face_{node}> appears on screen at {clock(a)}.")
+                else:
+                    lines.episodic.append(f"<face_{node}> is on screen from {clock(a)} to {clock(b)}.")
+        if not perception.faces and clip.frames:
+            lines.episodic.append(f"Nobody is visible between {clock(clip.start)} and {clock(clip.end)}.")
+        votes: dict[int, Counter] = {}
+        for u in perception.utterances:
+            speaker = f"<voice_{voice_ids[u.voice]}>" if u.voice is not None else "Someone"
+            lines.episodic.append(f'At {clock(u.start)} {speaker} says: "{u.text}"')
+            if u.voice is None:
+                continue
+            tally = votes.setdefault(voice_ids[u.voice], Counter())
+            for face in _single_faces(perception, face_ids, u.start, u.end):
+                tally[face] += 1
+            for name in stated_names(u.text):
+                lines.semantic.append(f"<voice_{voice_ids[u.voice]}>'s name is {name}")
+        for voice, tally in votes.items():
+            if not tally:
+                continue
+            face, _ = max(tally.items(), key=lambda kv: (kv[1], -kv[0]))
+            lines.semantic.append(f"Equivalence: <face_{face}>, <voice_{voice}>")
+        return lines
+
+
+def _single_faces(perception: ClipPerception, face_ids: list[int], start: float, end: float) -> list[int]:
+    """For each sampled frame inside [start, end] showing exactly one face, that face's node."""
+    on_frame: dict[int, set[int]] = {}
+    for track, node in zip(perception.faces, face_ids):
+        for d in track.detections:
+            on_frame.setdefault(d.frame_index, set()).add(node)
+    out = []
+    for index, t in enumerate(perception.clip.frame_times):
+        if start <= t <= end:
+            nodes = on_frame.get(index, set())
+            if len(nodes) == 1:
+                out.append(next(iter(nodes)))
+    return out

@@ -1,0 +1,160 @@
+"""Memorization: a video becomes memory, one 30-s clip per transaction.
+
+``memorize_video`` runs the pipeline: stream clips, perceive, pick persistent identities, describe
+(a :class:`~m3agent.memorize.base.Memorizer`), commit. It resumes after the last stored clip, so an interrupted
+run loses at most the clip in flight, and re-running a finished video does nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from m3agent.config import MemorizeConfig
+from m3agent.media import MediaError, iter_clips, probe
+from m3agent.media.clips import prefetch
+from m3agent.memorize.base import Memorizer
+from m3agent.memory.graph import MemoryGraph
+from m3agent.memory.model import NodeKind
+from m3agent.perception.pipeline import ClipPerception, Perceiver
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MemorizeReport:
+    video: str
+    video_id: int
+    clips_total: int
+    clips_done: int = 0
+    clips_skipped: int = 0
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    truncated: bool = False
+    duration: float = 0.0
+
+    @property
+    def realtime_factor(self) -> float:
+        processed = self.duration * self.clips_done / max(self.clips_total, 1)
+        return processed / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {"video": self.video, "video_id": self.video_id, "clips_total": self.clips_total,
+                "clips_done": self.clips_done, "clips_skipped": self.clips_skipped,
+                "seconds": round(self.seconds, 3), "realtime_factor": round(self.realtime_factor, 2),
+                "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+                "truncated": self.truncated}
+
+
+def _jpeg(image: np.ndarray, quality: int = 85) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()
+
+
+def _crop_quality(det) -> float:
+    return float(det.score) * float(np.log1p(det.size)) * float(np.log1p(det.sharpness))
+
+
+def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: Perceiver, memorizer: Memorizer,
+                   config: MemorizeConfig | None = None, *, name: str | None = None, log_path: str | None = None,
+                   progress: bool = True) -> MemorizeReport:
+    config = config or MemorizeConfig()
+    pc = config.perception
+    info = probe(path)
+    if not info.has_video and not info.has_audio:
+        raise MediaError(f"{path} has nothing to memorize")
+    name = name or Path(path).name
+    video_id = graph.add_video(name, path=str(Path(path).resolve()), duration=info.duration,
+                               clip_seconds=pc.clip_seconds,
+                               meta={"width": info.width, "height": info.height, "fps": info.fps,
+                                     "has_audio": info.has_audio})
+    n_clips = info.n_clips(pc.clip_seconds)
+    report = MemorizeReport(name, video_id, n_clips, duration=info.duration)
+    done = {c.id for c in graph.clips(video_id)}
+    first = 0
+    while first in done:
+        first += 1
+    report.clips_skipped = len(done)
+    if first >= n_clips:
+        return report
+    face_bank = perceiver.face_bank(graph.entity_snapshots(NodeKind.FACE, video_id))
+    voice_bank = perceiver.voice_bank(graph.entity_snapshots(NodeKind.VOICE, video_id))
+    log_file = open(log_path, "a", encoding="utf-8") if log_path else None
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n_clips, initial=first, unit="clip", desc=name[:30], dynamic_ncols=True)
+    started = time.perf_counter()
+    try:
+        clips = prefetch(iter_clips(path, pc.clip_seconds, pc.fps, start_clip=first, max_side=pc.max_side,
+                                    info=info, decoder=pc.decoder))
+        while True:
+            t0 = time.perf_counter()
+            clip = next(clips, None)
+            if clip is None:
+                break
+            stages = {"decode (wait)": time.perf_counter() - t0}
+            if clip.index in done:
+                continue
+            perception = perceiver.perceive(clip, face_bank, voice_bank)
+            stages.update(perception.seconds)
+            t = time.perf_counter()
+            _commit_clip(graph, video_id, perception, memorizer, config, face_bank, voice_bank, stages)
+            stages["memorize+write"] = time.perf_counter() - t - stages.get("describe", 0.0)
+            for key, value in stages.items():
+                report.stage_seconds[key] = report.stage_seconds.get(key, 0.0) + value
+            report.clips_done += 1
+            report.truncated = report.truncated or clip.truncated
+            if log_file:
+                log_file.write(json.dumps({"video": name, "clip": clip.index, "start": clip.start, "end": clip.end,
+                                           "faces": len(perception.faces), "utterances": len(perception.utterances),
+                                           "seconds": {k: round(v, 4) for k, v in stages.items()}}) + "\n")
+                log_file.flush()
+            if bar:
+                bar.update(1)
+    finally:
+        report.seconds = time.perf_counter() - started
+        if bar:
+            bar.close()
+        if log_file:
+            log_file.close()
+    return report
+
+
+def _commit_clip(graph, video_id, perception: ClipPerception, memorizer: Memorizer, config: MemorizeConfig,
+                 face_bank, voice_bank, stages: dict[str, float]) -> None:
+    clip = perception.clip
+    with graph.clip(video_id, clip.index, clip.start, clip.end) as batch:
+        face_ids = []
+        for track in perception.faces:
+            dets = sorted(track.detections, key=_crop_quality, reverse=True)
+            crops = [(_jpeg(d.crop), _crop_quality(d)) for d in dets[: config.crops_per_clip]]
+            embedded = [d for d in dets if d.embedding.size]
+            face_ids.append(batch.face([d.embedding for d in embedded], node_id=track.node_id, crops=crops,
+                                       qualities=[_crop_quality(d) for d in embedded]))
+        voice_ids = []
+        for track in perception.voices:
+            segs = [(u.start, u.end, u.text) for u in track.utterances]
+            voice_ids.append(batch.voice(list(track.embeddings), node_id=track.node_id, segments=segs))
+        t = time.perf_counter()
+        lines = memorizer.describe(perception, face_ids, voice_ids)
+        stages["describe"] = time.perf_counter() - t
+        for text in lines.episodic:
+            batch.episodic(text)
+        for text in lines.semantic:
+            batch.semantic(text)
+    # the next clips match identities against exactly what the memory now keeps (a resumed run reads
+    # the same snapshots back from the store)
+    for node, snapshots in batch.report.snapshots.items():
+        (face_bank if node in face_ids else voice_bank).keep(node, snapshots)

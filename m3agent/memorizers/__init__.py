@@ -1,1 +1,0 @@
-"""Memorizers turn one clip's perception into episodic and semantic memory lines."""

@@ -1,0 +1,137 @@
+"""The control step driven by hand, as an RL rollout that generates tokens itself would drive it:
+the same replies must give the same conversation and answer as the lock-step Controller."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from m3agent.config import ControlConfig
+from m3agent.control import (
+    DROPPED,
+    KNOWLEDGE_PREFIX,
+    Controller,
+    ControlStep,
+    Question,
+    choose_query,
+    drop_oldest_results,
+    format_results,
+)
+from m3agent.control.text import MAX_QUERY_CHARS
+from m3agent.models.llm.base import ChatResponse
+from m3agent.models.llm.scripted import ScriptedChat
+
+
+def by_hand(step: ControlStep, question: Question, replies: list[str]):
+    """The rollout loop: build the first messages, instruct, generate (here: the next scripted string),
+    apply, until the question is done. Returns the answer and what the model was shown each round."""
+    state = step.start(question)
+    shown = []
+    for number, reply in zip(range(1, step.rounds + 1), replies):
+        step.instruct(state, number)
+        shown.append([dict(m) for m in state.messages])
+        step.apply(state, reply, last=number == step.rounds)
+        if state.done:
+            break
+    return step.finish(state), shown
+
+
+def trace(answer):
+    return [(r.action, r.content, r.clips, r.by, r.malformed, r.hits) for r in answer.rounds]
+
+
+@pytest.mark.parametrize("seed_search", [True, False])
+def test_driving_the_step_by_hand_matches_the_controller(kitchen, seed_search):
+    a, bob = kitchen.ids["alice_face"], kitchen.ids["bob_face"]
+    replies = ["the guitar on the sofa",  # malformed: searched as it stands
+               "Action: [Search]\nContent: What is the character id of Alice",
+               "<think>both found</think>\nAction: [Search]\nContent: cooks pasta in the kitchen",
+               f"Action: [Answer]\nContent: <character_{bob}> plays guitar; <character_{a}> listens."]
+    config = ControlConfig(seed_search=seed_search)
+    question = Question("Who plays guitar?")
+
+    manual, shown = by_hand(ControlStep(kitchen, config), question, replies)
+    chat = ScriptedChat(replies)
+    automatic = Controller(kitchen, chat, config).answer_many([question])[0]
+
+    assert manual.answer == automatic.answer == "an unnamed person plays guitar; Alice listens."
+    assert trace(manual) == trace(automatic)
+    assert [r.by for r in manual.rounds] == ["seed"] * seed_search + ["model"] * 4
+    assert shown == chat.calls  # word for word what the model reads, round after round
+    assert manual.notes == automatic.notes and manual.notes
+    assert not any("<character_" in line for lines in manual.notes.values() for line in lines)
+    assert manual.error is None and manual.tokens == 0 < automatic.tokens  # strings carry no token counts
+
+
+def test_a_search_reply_leaves_the_results_to_feed_back_and_an_answer_ends_the_question(kitchen):
+    step = ControlStep(kitchen, ControlConfig(seed_search=False, max_rounds=3))
+    state = step.start(Question("Who opens the fridge?"))
+    assert [m["role"] for m in state.messages] == ["system"] and not state.pending
+
+    step.instruct(state, 1)
+    assert "Round 1 of 3" in state.messages[-1]["content"]
+    found = step.apply(state, "Action: [Search]\nContent: opens the fridge in the kitchen", last=False)
+    assert found.action == "search" and 0 in found.clips and not state.done
+    assert state.pending.startswith(KNOWLEDGE_PREFIX) and "CLIP_0 (00:00-00:30):" in state.pending
+
+    step.instruct(state, 2)
+    assert state.messages[-1]["content"].startswith(KNOWLEDGE_PREFIX) and not state.pending
+    reply = ChatResponse("Action: [Answer]\nContent: Alice", prompt_tokens=90, completion_tokens=6, seconds=0.5)
+    final = step.apply(state, reply, last=False)
+    assert (final.action, final.prompt_tokens, final.completion_tokens, final.seconds) == ("answer", 90, 6, 0.5)
+    assert state.done and state.final == "Alice"
+    with pytest.raises(ValueError, match="already finished"):
+        step.apply(state, "Action: [Answer]\nContent: Bob", last=False)
+    answer = step.finish(state)
+    assert answer.answer == "Alice" and answer.tokens == 96 and answer.to_dict()["rounds"][0]["clips"] == found.clips
+
+
+def test_the_last_round_forces_an_answer_without_searching(kitchen):
+    step = ControlStep(kitchen, ControlConfig(seed_search=False, max_rounds=1))
+    state = step.start(Question("Who cooks?"))
+    step.instruct(state, 1)
+    assert "last round" in state.messages[-1]["content"]
+    last = step.apply(state, "Action: [Search]\nContent: cooks pasta", last=True)
+    assert last.action == "answer" and last.clips == [] and state.final == "cooks pasta" and not state.pending
+
+
+def test_a_question_about_a_video_memory_lacks_fails_at_start(kitchen):
+    step = ControlStep(kitchen)
+    state = step.start(Question("Who?", video="no-such-video"))
+    assert state.done and "no video 'no-such-video'" in state.error and state.rounds == []
+    answer = step.finish(state)
+    assert answer.answer == "" and answer.error == state.error
+
+
+def test_choose_query():
+    question = "Who cooks?"
+    assert choose_query("pasta in the kitchen", False, question) == "pasta in the kitchen"
+    assert choose_query("  ", False, question) == question
+    assert choose_query("\n  the fridge\nand more lines", True, question) == "the fridge"
+    assert choose_query("x" * 1000, True, question) == "x" * MAX_QUERY_CHARS
+    # small models echo the notes back: such a line would be a useless query, the question is searched
+    assert choose_query(KNOWLEDGE_PREFIX + '"pasta":\nCLIP_3 (01:30-02:00):', True, question) == question
+    assert choose_query("- CLIP_3 (01:30-02:00):", True, question) == question
+    assert choose_query("", True, question) == question
+
+
+def test_drop_oldest_results():
+    instruction = "Round 3 of 5. Reply ...\n\nQuestion: Who cooks?"
+    messages = [{"role": "system", "content": KNOWLEDGE_PREFIX + "is not a user message"},
+                {"role": "user", "content": KNOWLEDGE_PREFIX + '"fridge":\nCLIP_0 (00:00-00:30):\n- x\n\n' + instruction},
+                {"role": "assistant", "content": "Action: [Search]\nContent: pasta"},
+                {"role": "user", "content": KNOWLEDGE_PREFIX + '"pasta":\n(The search result is empty.)'},
+                {"role": "user", "content": "Round 5 of 5. no results here"}]
+    assert drop_oldest_results(messages)
+    assert messages[1]["content"] == DROPPED + "\n\n" + instruction  # the round's instruction stays
+    assert messages[3]["content"].startswith(KNOWLEDGE_PREFIX + '"pasta"')  # newer results stay
+    assert drop_oldest_results(messages)
+    assert messages[3]["content"] == DROPPED
+    assert not drop_oldest_results(messages)  # nothing left to drop: the caller must give up
+    assert messages[0]["content"].startswith(KNOWLEDGE_PREFIX) and messages[4]["content"].endswith("here")
+
+
+def test_format_results_shows_time_spans_and_flags_empty_results():
+    clip = SimpleNamespace(id=123, start=3700.0, end=3730.0, lines=["Alice cooks"])
+    text = format_results("cooking", SimpleNamespace(clips=[clip], empty=False))
+    assert text == KNOWLEDGE_PREFIX + '"cooking":\nCLIP_123 (1:01:40-1:02:10):\n- Alice cooks'
+    assert "search result is empty" in format_results("zebra", SimpleNamespace(clips=[], empty=True))
