@@ -51,7 +51,7 @@ def cmd_inspect(args, config: Config) -> int:
 
 
 def cmd_search(args, config: Config) -> int:
-    with _open(args, config) as graph:
+    with _open(args, config, readonly=True) as graph:
         result = graph.search(args.query, video=args.video, all_videos=args.all_videos, top_k=args.top_k,
                               threshold=args.threshold, before_clip=args.before_clip)
     if args.json:
@@ -80,6 +80,8 @@ def cmd_import_m3(args, config: Config) -> int:
     name = args.video or os.path.splitext(os.path.basename(args.pickle))[0]
     with _open(args, config, create=True) as graph:
         stats = graph.import_m3(source, name, clip_seconds=args.clip_seconds)
+    if stats.get("empty_lines"):
+        print(f"m3agent import-m3: skipped {stats['empty_lines']} empty memory lines of {args.pickle}", file=sys.stderr)
     _print_json(stats)
     return 0
 

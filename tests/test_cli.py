@@ -1,10 +1,15 @@
 """The m3agent CLI on a real DB: JSON shapes and exit codes."""
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
 from m3agent.cli import main
+from m3agent.memory import MemoryGraph
 
 
 @pytest.fixture
@@ -91,3 +96,46 @@ def test_damaged_pages_exit_2(db, capsys):
         code, _, err = run(capsys, *argv)
         assert code == 2, argv
         assert "corrupt" in err or "malformed" in err
+
+
+def test_unknown_backend_is_one_line_naming_the_setting(db, capsys):
+    code, out, err = run(capsys, "--set", "control.chat.backend=nope", "ask", db, "Who plays guitar?")
+    assert code == 2 and out == ""
+    assert err.strip() == ("m3agent ask: error: control.chat.backend: unknown chat backend 'nope'; known: "
+                           "llamacpp, openai, scripted, transformers, vllm, auto")
+
+
+def run_without_override(argv, cwd):
+    """The CLI in a process that file permissions bind (root bypasses them unless it drops the capability)."""
+    command = [sys.executable, "-m", "m3agent.cli", *argv]
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("needs setpriv (util-linux) to drop root's permission override")
+        command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *command]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_read_only_file_and_folder(kitchen, db_path, tmp_path):
+    a = kitchen.ids["alice_face"]
+    kitchen.close()
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    inner = folder / "inner.db"
+    shutil.copy(db_path, inner)
+    os.chmod(db_path, 0o444)
+    os.chmod(folder, 0o555)
+    try:
+        for target, shown in ((db_path, str(db_path)), (inner, f"{inner} (its folder {folder})")):
+            done = run_without_override(["search", str(target), "plays guitar", "--threshold", "0.1"], tmp_path)
+            assert done.returncode == 0 and "plays guitar" in done.stdout, done.stderr  # reading needs no write
+            done = run_without_override(["forget", str(target), f"character_{a}"], tmp_path)
+            assert done.returncode == 2 and done.stdout == ""
+            assert done.stderr.startswith(f"m3agent forget: error: {shown} is read-only")
+            assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        done = run_without_override(["import-m3", str(tmp_path / "none.pkl"), str(folder / "new.db")], tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+    finally:
+        os.chmod(folder, 0o755)
+        os.chmod(db_path, 0o644)
+    with MemoryGraph.open(db_path, readonly=True) as graph:  # nothing was lost
+        assert len(graph.clips(kitchen.video)) == 4 and a in graph.characters(kitchen.video).members

@@ -2,18 +2,22 @@
 
 from m3agent.memory.errors import (
     CorruptDatabaseError,
+    DatabaseBusyError,
     DatabaseNotFoundError,
+    DiskFullError,
     EmbedderMismatchError,
     ForeignDatabaseError,
     MemoryStoreError,
+    ReadOnlyDatabaseError,
     SchemaVersionError,
     UnknownEntityError,
 )
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
-from m3agent.memory.search import SeenClips, SearchResult
+from m3agent.memory.search import SearchResult, SeenClips
 
 __all__ = [
-    "CorruptDatabaseError", "DatabaseNotFoundError", "EmbedderMismatchError", "SeenClips", "ForeignDatabaseError",
-    "MemoryGraph", "MemoryStoreError", "NodeKind", "SchemaVersionError", "SearchResult", "UnknownEntityError",
+    "CorruptDatabaseError", "DatabaseBusyError", "DatabaseNotFoundError", "DiskFullError", "EmbedderMismatchError",
+    "ForeignDatabaseError", "MemoryGraph", "MemoryStoreError", "NodeKind", "ReadOnlyDatabaseError",
+    "SchemaVersionError", "SearchResult", "SeenClips", "UnknownEntityError",
 ]

@@ -28,7 +28,7 @@ class EmbedderMismatchError(MemoryStoreError):
     """Vectors in the DB come from another embedder than the one configured."""
 
 
-class UnknownEntityError(MemoryStoreError, KeyError):
+class UnknownEntityError(MemoryStoreError, LookupError):
     pass
 
 

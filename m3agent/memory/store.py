@@ -159,8 +159,7 @@ class SQLiteStore:
         self._depth = 0
         try:
             if readonly:
-                uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
-                self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+                self.conn = self._connect_readonly()
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
@@ -177,6 +176,20 @@ class SQLiteStore:
             raise store_error(self.path, exc) from exc
 
     # ------------------------------------------------------------------ lifecycle
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """A read-only connection. A WAL DB in a folder nobody may write to cannot get its shared-memory
+        file; nobody can be writing it either, so it is opened as immutable."""
+        uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            if os.access(self.path.parent if str(self.path.parent) else ".", os.W_OK):
+                raise
+            conn.close()
+        return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
     def _create_schema(self) -> None:
         self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         self.conn.execute("PRAGMA journal_mode = WAL")
@@ -189,10 +202,7 @@ class SQLiteStore:
             )
 
     def _check_identity(self) -> None:
-        try:
-            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        except sqlite3.DatabaseError as exc:
-            raise CorruptDatabaseError(f"{self.path} is corrupt: {exc}") from exc
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" not in tables:
             raise ForeignDatabaseError(f"{self.path} is an SQLite file but not an m3agent memory DB")
         meta = dict(self.conn.execute("SELECT key, value FROM meta"))

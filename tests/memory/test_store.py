@@ -187,3 +187,53 @@ def test_precomputed_vectors_without_an_embedder(tmp_path):
     hits = graph.vectors.top_lines([[1.0, 0.0, 0.0]], [video], None, 5)
     assert hits.ids.tolist() == [0] and graph.store.meta()["dim"] == "3"
     graph.close()
+
+
+def _fill_disk(store: SQLiteStore, extra_pages: int = 0) -> None:
+    """Make the DB file unable to grow, as a full disk does (SQLite then fails with SQLITE_FULL)."""
+    pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+    store.conn.execute(f"PRAGMA max_page_count = {pages + extra_pages}")
+
+
+def test_full_disk_is_reported_with_the_path_and_loses_nothing(db_path, embedder):
+    from m3agent.memory import DiskFullError
+
+    graph = MemoryGraph.open(db_path, embedder=embedder)
+    video = graph.add_video("v")
+    for clip in range(2):
+        with graph.clip(video, clip, 30 * clip, 30 * clip + 30) as b:
+            b.episodic(f"clip {clip} line")
+    _fill_disk(graph.store)
+    with pytest.raises(DiskFullError, match=rf"^{db_path}: disk full .*intact") as info:
+        with graph.clip(video, 2, 60, 90) as b:
+            for k in range(200):
+                b.episodic(f"a long line number {k} " + "words " * 40)
+    assert "\n" not in str(info.value)
+    graph.close()
+    graph = MemoryGraph.open(db_path, embedder=embedder)  # what was stored before is intact
+    assert [c.id for c in graph.clips(video)] == [0, 1] and graph.integrity_check() == []
+    with graph.clip(video, 2, 60, 90) as b:  # with space again, memorization goes on from clip 2
+        b.episodic("clip 2 line")
+    assert [c.id for c in graph.clips(video)] == [0, 1, 2]
+    graph.close()
+
+
+def test_sqlite_errors_name_the_file_and_the_cause(tmp_path):
+    from m3agent.memory import CorruptDatabaseError, DatabaseBusyError, MemoryStoreError, ReadOnlyDatabaseError
+    from m3agent.memory.store import store_error
+
+    path = tmp_path / "m.db"
+
+    def failure(message: str, name: str) -> sqlite3.Error:
+        exc = sqlite3.OperationalError(message)
+        exc.sqlite_errorname = name
+        return exc
+
+    assert isinstance(store_error(path, failure("attempt to write a readonly database", "SQLITE_READONLY")),
+                      ReadOnlyDatabaseError)
+    assert isinstance(store_error(path, PermissionError(13, "Permission denied")), ReadOnlyDatabaseError)
+    assert isinstance(store_error(path, failure("database is locked", "SQLITE_BUSY")), DatabaseBusyError)
+    assert isinstance(store_error(path, failure("database disk image is malformed", "SQLITE_CORRUPT")),
+                      CorruptDatabaseError)
+    other = store_error(path, failure("disk I/O error", "SQLITE_IOERR_WRITE"))
+    assert type(other) is MemoryStoreError and str(path) in str(other) and "I/O error" in str(other)
