@@ -3,7 +3,6 @@
 from m3agent.errors import M3AgentError
 
 
-
 class MemoryStoreError(M3AgentError):
     """Base class: the memory DB cannot be used as asked."""
 

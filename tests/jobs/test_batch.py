@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from m3agent.jobs.batch import plan_jobs, read_video_list, run_local, run_ray
 from m3agent.config import load_config
+from m3agent.jobs.batch import plan_jobs, read_video_list, run_local, run_ray
 from m3agent.memory import MemoryGraph
 
 pytestmark = pytest.mark.models

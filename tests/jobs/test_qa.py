@@ -7,9 +7,9 @@ import pytest
 from m3agent.cli import main
 from m3agent.config import ControlConfig
 from m3agent.control import Controller
+from m3agent.jobs.qa import QuestionFileError, load_answers, read_questions, run_qa
 from m3agent.models.llm.base import ChatError
 from m3agent.models.llm.scripted import ScriptedChat
-from m3agent.jobs.qa import QuestionFileError, load_answers, read_questions, run_qa
 
 
 def write(path, lines):

@@ -9,8 +9,8 @@ import pytest
 from m3agent.config import MemorizeConfig, load_config
 from m3agent.factory import memorization_stack
 from m3agent.memorize import memorize_video
-from m3agent.samples.synth import Scene, build_episode, who_at
 from m3agent.memory import MemoryGraph, NodeKind
+from m3agent.samples.synth import Scene, build_episode, who_at
 from tests.data import VIDEO_CLIP
 from tests.episode import FACTS, PEOPLE
 

@@ -1,9 +1,9 @@
 """Importing M3-Agent VideoGraph pickles: untrusted files give one clear error and never a partial import."""
 
 import ast
-import json
 import base64
 import io
+import json
 import pickle
 import sys
 import time

@@ -219,7 +219,12 @@ def test_full_disk_is_reported_with_the_path_and_loses_nothing(db_path, embedder
 
 
 def test_sqlite_errors_name_the_file_and_the_cause(tmp_path):
-    from m3agent.memory import CorruptDatabaseError, DatabaseBusyError, MemoryStoreError, ReadOnlyDatabaseError
+    from m3agent.memory import (
+        CorruptDatabaseError,
+        DatabaseBusyError,
+        MemoryStoreError,
+        ReadOnlyDatabaseError,
+    )
     from m3agent.memory.store import store_error
 
     path = tmp_path / "m.db"
