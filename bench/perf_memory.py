@@ -239,7 +239,7 @@ def write_section(path: Path, section: str, head: str = "## Memory core: insert 
     if head in text:
         start = text.index(head)
         end = text.find("\n## ", start + 1)
-        text = text[:start] + section + (text[end + 1 :] if end != -1 else "")
+        text = text[:start] + section.rstrip("\n") + "\n" + (text[end:] if end != -1 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text)

@@ -7,6 +7,7 @@ run loses at most the clip in flight, and re-running a finished video does nothi
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -117,10 +118,16 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
             report.clips_done += 1
             report.truncated = report.truncated or clip.truncated
             if log_file:
-                log_file.write(json.dumps({"video": name, "clip": clip.index, "start": clip.start, "end": clip.end,
-                                           "faces": len(perception.faces), "utterances": len(perception.utterances),
-                                           "seconds": {k: round(v, 4) for k, v in stages.items()}}) + "\n")
-                log_file.flush()
+                try:
+                    log_file.write(json.dumps({"video": name, "clip": clip.index, "start": clip.start, "end": clip.end,
+                                               "faces": len(perception.faces), "utterances": len(perception.utterances),
+                                               "seconds": {k: round(v, 4) for k, v in stages.items()}}) + "\n")
+                    log_file.flush()
+                except OSError as exc:  # the timing log is a convenience: a full disk must not stop the run
+                    log.warning("cannot write the memorization log %s (%s); going on without it", log_path, exc)
+                    with contextlib.suppress(OSError):
+                        log_file.close()
+                    log_file = None
             if bar:
                 bar.update(1)
     finally:

@@ -18,6 +18,7 @@ from m3agent.config import MemoryConfig
 from m3agent.memory.characters import CharacterMap, Characters
 from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError, UnknownEntityError
 from m3agent.memory.export import export_video, inspect_db
+from m3agent.memory.m3_import import M3Graph, import_m3_graph
 from m3agent.memory.model import Clip, NodeKind, Video
 from m3agent.memory.search import SearchContext, SearchResult, SeenClips, search_memory
 from m3agent.memory.store import SQLiteStore
@@ -134,10 +135,8 @@ class MemoryGraph:
     def has_clip(self, video_id: int, clip: int) -> bool:
         return self.writer.has_clip(video_id, clip)
 
-    def import_m3(self, source, video_name: str, **kwargs) -> dict:
+    def import_m3(self, source: M3Graph, video_name: str, **kwargs) -> dict:
         """Copy a loaded M3-Agent graph into this memory (see :mod:`m3agent.memory.m3_import`)."""
-        from m3agent.memory.m3_import import import_m3_graph
-
         return import_m3_graph(source, self, video_name, **kwargs)
 
     # ------------------------------------------------------------------ reading
