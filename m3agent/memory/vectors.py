@@ -8,6 +8,7 @@ filtered (scope, ``before_clip``, validity) and re-scored exactly.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass
@@ -173,13 +174,21 @@ class TextVectors:
             os.remove(self.sidecar)
 
     def save(self) -> None:
+        """Write the ANN index file if it changed. It is a cache: where it cannot be written (a full
+        disk, a read-only folder) it is rebuilt next time, and nothing is lost."""
         if self.ann is None or not self._ann_dirty or not self.sidecar:
             return
         self.ann.meta["identity"] = self.identity
         self.ann.meta["max_id"] = max(self.video_of, default=-1)
         tmp = self.sidecar + ".tmp"
-        self.ann.save(tmp)
-        os.replace(tmp, self.sidecar)
+        try:
+            self.ann.save(tmp)
+            os.replace(tmp, self.sidecar)
+        except OSError as exc:
+            log.warning("could not save vector index %s: %s", self.sidecar, exc)
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            return
         self._ann_dirty = False
 
     # ------------------------------------------------------------------ search
@@ -314,10 +323,6 @@ class VectorCache:
             os.remove(self.sidecar)
 
     def save(self) -> None:
-        """Write the ANN index file if it changed; it is a cache, so failing to write loses nothing."""
-        if self._vectors is None or self.store.readonly:
-            return
-        try:
+        """Write the ANN index file if it changed (see :meth:`TextVectors.save`)."""
+        if self._vectors is not None and not self.store.readonly:
             self._vectors.save()
-        except OSError as exc:
-            log.warning("could not save vector index %s: %s", self.sidecar, exc)
