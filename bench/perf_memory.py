@@ -32,17 +32,21 @@ LINES_PER_CLIP = 50
 CLIPS_PER_VIDEO = 120  # one hour of 30-s clips per video
 
 
-class PrecomputedEmbedder:
-    """Returns the cached vector of a known query text, so latencies exclude the embedding model."""
+def precomputed_embedder(table: dict[str, np.ndarray]):
+    """An embedder returning the cached vector of a known query text, so latencies exclude the model."""
+    from m3agent.models.embed.base import TextEmbedder
+    from m3agent.models.embed.sentence_transformers import MINILM_RELEVANCE
 
-    name = "all-MiniLM-L6-v2"
-    dim = 384
+    class PrecomputedEmbedder(TextEmbedder):
+        name = "all-MiniLM-L6-v2"
+        dim = 384
+        relevance_threshold = MINILM_RELEVANCE
 
-    def __init__(self, table: dict[str, np.ndarray]):
-        self.table = table
+        def embed(self, texts):
+            return np.stack([table[t] for t in texts]) if len(texts) else np.zeros((0, self.dim), np.float32)
 
-    def embed(self, texts):
-        return np.stack([self.table[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+    return PrecomputedEmbedder()
+
 
 
 def node_vectors(base: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
@@ -85,7 +89,7 @@ def run_size(n: int) -> dict:
     vectors = node_vectors(base, n)
     tmp = tempfile.mkdtemp(prefix="m3bench-")
     db = os.path.join(tmp, "bench.db")
-    graph = MemoryGraph.open(db, MemoryConfig(), embedder=PrecomputedEmbedder(dict(zip(queries, query_vecs))))
+    graph = MemoryGraph.open(db, MemoryConfig(), embedder=precomputed_embedder(dict(zip(queries, query_vecs))))
     clip_ms, built = [], 0
     t0 = time.perf_counter()
     n_clips = (n + LINES_PER_CLIP - 1) // LINES_PER_CLIP
@@ -176,7 +180,7 @@ def reopen_and_search(db: str) -> dict:
     from m3agent.memory import MemoryGraph
 
     _, _, queries, query_vecs = load_corpus()
-    embedder = PrecomputedEmbedder(dict(zip(queries, query_vecs)))
+    embedder = precomputed_embedder(dict(zip(queries, query_vecs)))
     before = peak_rss_mb()
     t = time.perf_counter()
     graph = MemoryGraph.open(db, embedder=embedder)

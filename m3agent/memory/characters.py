@@ -160,9 +160,11 @@ class Characters:
     def __init__(self, store: SQLiteStore):
         self.store = store
         self._maps: dict[tuple[int, int | None], CharacterMap] = {}
+        self._names: dict[tuple[int, int | None], dict[int, str]] = {}
 
     def clear(self) -> None:
         self._maps.clear()
+        self._names.clear()
 
     def of(self, video_id: int, before_clip: int | None = None) -> CharacterMap:
         key = (video_id, before_clip)
@@ -193,8 +195,11 @@ class Characters:
 
     def names(self, video_id: int, before_clip: int | None = None) -> dict[int, str]:
         """Character number -> the name the memory's visible semantic lines give it."""
-        lines = [
-            (n.text, n.weight) for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC)
-            if node_visible(n, before_clip)
-        ]
-        return character_names(self.of(video_id, before_clip), lines)
+        key = (video_id, before_clip)
+        if key not in self._names:
+            lines = [
+                (n.text, n.weight) for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC)
+                if node_visible(n, before_clip)
+            ]
+            self._names[key] = character_names(self.of(video_id, before_clip), lines)
+        return dict(self._names[key])

@@ -187,7 +187,7 @@ class ClipBatch:
                 plan.weaken[target] = plan.weaken.get(target, 0) + 1
                 self.report.weakened.append(target)
             match = _best_match(line.vector, [pid for pid, _ in existing if pid not in contradicted],
-                                writer.vectors.get(), earlier, writer.config.reinforce_cosine)
+                                writer.vectors, earlier, writer.config.reinforce_cosine)
             reinforcing = match is not None and not line.supersedes
             winner = match if reinforcing else line.node_id
             for target in contradicted:
@@ -377,10 +377,10 @@ def _names_conflict(new_text: str, old_text: str) -> bool:
     return bool(new and old and new[:2] == old[:2] and new[2].lower() != old[2].lower())
 
 
-def _best_match(vector, peer_ids, vectors, earlier: list[_Line], threshold: float) -> int | None:
+def _best_match(vector, peer_ids, vectors: VectorCache, earlier: list[_Line], threshold: float) -> int | None:
     best, best_score = None, threshold
-    if peer_ids:
-        scores = vectors.vectors_of(np.asarray(peer_ids)) @ vector
+    if peer_ids:  # only now are the stored vectors needed (and loaded, if nobody searched yet)
+        scores = vectors.get().vectors_of(np.asarray(peer_ids)) @ vector
         i = int(np.argmax(scores))
         if scores[i] > best_score:
             best, best_score = peer_ids[i], float(scores[i])
