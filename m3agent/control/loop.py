@@ -50,9 +50,6 @@ class Controller:
                     self.step.apply(state, reply, last=number == total)
         return [self.step.finish(s) for s in states]
 
-    def namer(self, video_id: int, before_clip: int | None = None) -> Callable[[str], str]:
-        return self.step.namer(video_id, before_clip)
-
     def _replies(self, active: list[QuestionState]) -> list[ChatResponse | None]:
         """One reply per conversation (None where it failed); on a batch failure, each on its own."""
         try:

@@ -64,14 +64,6 @@ class MemoryGraph:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    @property
-    def path(self) -> Path:
-        return self.store.path
-
-    @property
-    def dim(self) -> int:
-        return self._vectors.dim
-
     # ------------------------------------------------------------------ embedder
     @property
     def can_embed(self) -> bool:
@@ -114,8 +106,9 @@ class MemoryGraph:
         self._data_version = version
         self._characters.clear()
         self.writer.forget_caches()
-        if "dim" in self.store.meta():
-            self._vectors.dim = int(self.store.meta()["dim"])
+        meta = self.store.meta()
+        if "dim" in meta:
+            self._vectors.dim = int(meta["dim"])
         self._vectors.catch_up(ids_removed)
 
     def _changed_here(self) -> None:
@@ -154,14 +147,8 @@ class MemoryGraph:
         """The embeddings each face (or voice) node of a video keeps, for identity matching."""
         return self.store.all_entity_embeddings(kind, video_id)
 
-    def crops(self, node_id: int) -> list[tuple[int | None, float | None, bytes]]:
-        return self.store.crops(node_id)
-
     def characters(self, video_id: int, before_clip: int | None = None) -> CharacterMap:
         return self._characters.of(video_id, before_clip)
-
-    def characters_all(self, before_clip: int | None = None) -> CharacterMap:
-        return self._characters.across_videos(before_clip)
 
     def names(self, video_id: int, before_clip: int | None = None) -> dict[int, str]:
         """Character number -> the name the memory's semantic lines give it."""

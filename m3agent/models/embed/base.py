@@ -24,7 +24,8 @@ class TextEmbedder(ABC):
 
     @classmethod
     def from_config(cls, config: EmbedderConfig) -> TextEmbedder:
-        raise NotImplementedError(f"{cls.__name__} does not say how to build it from config")
+        """Build from :class:`m3agent.config.EmbedderConfig`; an embedder with no settings needs nothing."""
+        return cls()
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> np.ndarray:
