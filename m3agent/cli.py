@@ -89,7 +89,7 @@ def cmd_import_m3(args, config: Config) -> int:
 def cmd_forget(args, config: Config) -> int:
     with _open(args, config) as graph:
         video = graph.resolve_video(args.video)
-        report = graph.forget(video.id, args.character)
+        report = graph.forget(video.id, args.character, keep_mentions=args.keep_mentions, wait=args.wait)
     _print_json(report)
     return 0
 
@@ -98,6 +98,7 @@ def cmd_memorize(args, config: Config) -> int:
     from m3agent import factory
     from m3agent.media import probe
     from m3agent.memorize import memorize_video
+    from m3agent.memorize.pipeline import MemorizationInterrupted
 
     probe(args.video)  # a bad file fails here, before any model loads
     perceiver, memorizer, embedder = factory.memorization_stack(config)
@@ -106,8 +107,8 @@ def cmd_memorize(args, config: Config) -> int:
         try:
             report = memorize_video(args.video, graph, perceiver, memorizer, config.memorize, name=args.name,
                                     log_path=log_path, progress=not args.quiet)
-        except KeyboardInterrupt:
-            done = len(graph.clips(graph.resolve_video(args.name or os.path.basename(args.video)).id))
+        except MemorizationInterrupted as stop:
+            done = len(graph.clips(stop.report.video_id))
             print(f"interrupted: {done} clips are saved in {args.memory}; run the same command to resume",
                   file=sys.stderr)
             return 130
@@ -282,10 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("forget", help="remove a character and everything only about it")
+    p = sub.add_parser("forget", help="remove a person: their faces, voice, lines, and what others said of them")
     p.add_argument("db")
-    p.add_argument("character", help="character_k or <character_k>")
+    p.add_argument("character", help="character_k, <character_k>, or a name the memory knows them by")
     p.add_argument("--video", default=None)
+    p.add_argument("--keep-mentions", action="store_true",
+                   help="keep lines where others speak of them by name (only their own lines and tags go)")
+    p.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
+                   help="how long to wait for other processes reading the DB to finish (default 30)")
     p.set_defaults(func=cmd_forget)
     return parser
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from m3agent.config import Config
+from m3agent.private import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def read_video_list(path: str | os.PathLike[str]) -> list[tuple[str, str | None]
 
 def plan_jobs(videos: Iterable[tuple[str, str | None]], memory_dir: str | os.PathLike[str]) -> list[VideoJob]:
     memory_dir = Path(memory_dir)
-    memory_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(memory_dir)
     jobs, used = [], set()
     for video, name in videos:
         name = name or Path(video).name

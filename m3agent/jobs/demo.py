@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from m3agent.private import private_dir
 from m3agent.samples.episode import QUESTIONS, build_sample_episode
 
 
@@ -22,7 +23,7 @@ def run_demo(workdir: str | Path, config, questions: list[str] | None = None, ou
     from m3agent.memorize import memorize_video
 
     workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    private_dir(workdir)
     video, db = workdir / "sample_episode.mp4", workdir / "sample_episode.db"
     t0 = time.perf_counter()
     if not video.exists():

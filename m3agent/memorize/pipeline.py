@@ -21,10 +21,12 @@ import numpy as np
 from m3agent.config import MemorizeConfig
 from m3agent.media import MediaError, iter_clips, probe
 from m3agent.media.clips import prefetch
+from m3agent.media.fingerprint import content_fingerprint
 from m3agent.memorize.base import Memorizer
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
 from m3agent.perception.pipeline import ClipPerception, Perceiver
+from m3agent.private import open_private
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,14 @@ class MemorizeReport:
                 "truncated": self.truncated}
 
 
+class MemorizationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a memorization; ``report`` tells how far it got (every clip before it is stored)."""
+
+    def __init__(self, report: MemorizeReport):
+        super().__init__()
+        self.report = report
+
+
 def _jpeg(image: np.ndarray, quality: int = 85) -> bytes:
     from PIL import Image
 
@@ -74,11 +84,12 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
     info = probe(path)
     if not info.has_video and not info.has_audio:
         raise MediaError(f"{path} has nothing to memorize")
-    name = name or Path(path).name
-    video_id = graph.add_video(name, path=str(Path(path).resolve()), duration=info.duration,
-                               clip_seconds=pc.clip_seconds,
-                               meta={"width": info.width, "height": info.height, "fps": info.fps,
-                                     "has_audio": info.has_audio})
+    video_id = graph.claim_video(name or Path(path).name, content_fingerprint(path), name_given=name is not None,
+                                 path=str(Path(path).resolve()), duration=info.duration,
+                                 clip_seconds=pc.clip_seconds,
+                                 meta={"width": info.width, "height": info.height, "fps": info.fps,
+                                       "has_audio": info.has_audio})
+    name = graph.resolve_video(video_id).name
     n_clips = info.n_clips(pc.clip_seconds)
     report = MemorizeReport(name, video_id, n_clips, duration=info.duration)
     done = {c.id for c in graph.clips(video_id)}
@@ -90,7 +101,7 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
         return report
     face_bank = perceiver.face_bank(graph.entity_snapshots(NodeKind.FACE, video_id))
     voice_bank = perceiver.voice_bank(graph.entity_snapshots(NodeKind.VOICE, video_id))
-    log_file = open(log_path, "a", encoding="utf-8") if log_path else None
+    log_file = open_private(log_path, "a", encoding="utf-8") if log_path else None
     bar = None
     if progress:
         from tqdm import tqdm
@@ -130,6 +141,8 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
                     log_file = None
             if bar:
                 bar.update(1)
+    except KeyboardInterrupt as exc:
+        raise MemorizationInterrupted(report) from exc
     finally:
         report.seconds = time.perf_counter() - started
         if bar:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from m3agent.memory.errors import UnknownEntityError
 from m3agent.memory.model import TAG_OF_KIND, NodeKind
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.tags import is_equivalence, parse_tags, rewrite_tags, tag
@@ -117,6 +118,7 @@ def build_characters(entities: Mapping[int, NodeKind], equivalences: Iterable[Eq
     return cmap
 
 
+_CHARACTER_ID = re.compile(r"\s*<?\s*(?:character_)?(\d+)\s*>?\s*", re.IGNORECASE)
 _NAME_PATTERNS = [
     re.compile(r"^\s*(?P<tag><[a-z]+_\d+>)\s*(?:'s|’s)\s+name\s+is\s+(?P<name>[^.,;!?<>]+)", re.IGNORECASE),
     re.compile(r"^\s*the\s+name\s+of\s+(?P<tag><[a-z]+_\d+>)\s+is\s+(?P<name>[^.,;!?<>]+)", re.IGNORECASE),
@@ -203,3 +205,37 @@ class Characters:
             ]
             self._names[key] = character_names(self.of(video_id, before_clip), lines)
         return dict(self._names[key])
+
+    def names_ever(self, video_id: int, character: int) -> list[str]:
+        """Every name the memory has given this character, superseded ones included, oldest first."""
+        members = set(self.of(video_id).members.get(character, []))
+        names: dict[str, None] = {}
+        for node in self.store.text_nodes(ids=self.store.texts_linked_to(members), kind=NodeKind.SEMANTIC):
+            parsed = name_statement(node.text)
+            if parsed and parsed[0] != "character" and parsed[1] in members:
+                names.setdefault(parsed[2], None)
+        return list(names)
+
+    def resolve(self, video_id: int, text: str) -> int:
+        """The character a user means: ``character_3``, ``<character_3>``, ``3``, or a name it is known by."""
+        cmap = self.of(video_id)
+        number = _CHARACTER_ID.fullmatch(text)
+        if number:
+            character = int(number.group(1))
+            if character not in cmap.members:
+                raise UnknownEntityError(f"no <character_{character}> in video {video_id}")
+            return character
+        wanted = text.strip().casefold()
+        current = self.names(video_id)
+        matches = sorted(c for c, name in current.items() if name.casefold() == wanted)
+        if not matches:
+            matches = sorted(c for c in cmap.members
+                             if any(n.casefold() == wanted for n in self.names_ever(video_id, c)))
+        if len(matches) > 1:
+            ids = ", ".join(f"character_{c}" for c in matches)
+            raise UnknownEntityError(f"several characters are called {text.strip()!r} ({ids}): give the character id")
+        if not matches:
+            known = ", ".join(f"{name} (character_{c})" for c, name in sorted(current.items())) or "none"
+            raise UnknownEntityError(f"no character called {text.strip()!r} in video {video_id} (names known: "
+                                     f"{known}); give the character id, e.g. character_3 (see `m3agent export`)")
+        return matches[0]

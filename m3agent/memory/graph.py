@@ -8,6 +8,7 @@ on first use from what the DB records it was written with. The parts never impor
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 
 from m3agent.config import MemoryConfig
 from m3agent.memory.characters import CharacterMap, Characters
-from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError, UnknownEntityError
+from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError
 from m3agent.memory.export import export_video, inspect_db
 from m3agent.memory.m3_import import M3Graph, import_m3_graph
 from m3agent.memory.model import Clip, NodeKind, Video
@@ -26,6 +27,7 @@ from m3agent.memory.vectors import TextVectors, VectorCache
 from m3agent.memory.writer import ClipBatch, MemoryWriter
 from m3agent.models.embed.base import TextEmbedder
 
+log = logging.getLogger(__name__)
 EmbedderFactory = Callable[[dict[str, str]], TextEmbedder]
 
 
@@ -45,6 +47,8 @@ class MemoryGraph:
         self._vectors = VectorCache(store, self.config.index, str(store.path) + ".ivf", dim)
         self._characters = Characters(store)
         self.writer = MemoryWriter(store, self.config, self._vectors, self.embed_queries, self._changed_here)
+        if not store.readonly:
+            self._finish_interrupted_forget()
         self._data_version = store.data_version()
 
     # ------------------------------------------------------------------ opening
@@ -54,7 +58,16 @@ class MemoryGraph:
              create: bool = True, readonly: bool = False) -> MemoryGraph:
         return cls(SQLiteStore(path, create=create, readonly=readonly), config, embedder, embedder_factory)
 
+    def _finish_interrupted_forget(self) -> None:
+        try:
+            self.writer.finish_scrub()
+        except MemoryStoreError as exc:  # still busy or full: the next writer tries again
+            log.warning("%s: an earlier forget is not yet scrubbed from disk: %s", self.store.path, exc)
+
     def close(self) -> None:
+        """Save the index cache and close the DB (and its writer lock); closing twice is harmless."""
+        if self.store.closed:
+            return
         self._vectors.save()
         self.store.close()
 
@@ -121,6 +134,10 @@ class MemoryGraph:
                   clip_seconds: float = 30.0, meta: dict | None = None) -> int:
         return self.writer.add_video(name, path, duration, clip_seconds, meta)
 
+    def claim_video(self, name: str, fingerprint: str, **kwargs) -> int:
+        """The video a memorization writes to, identified by content (see :meth:`MemoryWriter.claim_video`)."""
+        return self.writer.claim_video(name, fingerprint, **kwargs)
+
     def clip(self, video_id: int, clip: int, start: float, end: float):
         """Context manager collecting one clip's records; commits them in one transaction on exit."""
         return self.writer.clip(video_id, clip, start, end)
@@ -164,16 +181,21 @@ class MemoryGraph:
         return search_memory(ctx, query, **kwargs)
 
     # ------------------------------------------------------------------ forgetting
-    def forget(self, video_id: int, character: int | str) -> dict:
-        """Remove a character completely: its face/voice nodes with their crops and embeddings, the
-        lines that mention only it, and its tags in the lines it shares. The file is vacuumed."""
-        number = int(str(character).strip("<>").removeprefix("character_"))
-        members = set(self.characters(video_id).members.get(number, []))
-        if not members:
-            raise UnknownEntityError(f"no <character_{number}> in video {video_id}")
-        removed, rewritten = self.writer.forget(members, self.embed_queries if self.can_embed else None)
+    def forget(self, video_id: int, character: int | str, *, keep_mentions: bool = False,
+               wait: float = 30.0) -> dict:
+        """Remove a character completely (by id or by a name it is known by): its face/voice nodes with
+        their crops, embeddings and transcripts, the lines only about it, its tags in lines it shares,
+        and unless ``keep_mentions`` the lines and transcripts where others name it. Returns only once
+        no file beside the DB holds any of it (see :meth:`MemoryWriter.forget`)."""
+        number = self._characters.resolve(video_id, str(character))
+        members = set(self.characters(video_id).members[number])
+        names = self._characters.names_ever(video_id, number)
+        plan = self.writer.forget(video_id, members, self.embed_queries if self.can_embed else None, names=names,
+                                  keep_mentions=keep_mentions, wait=wait)
         return {"character": f"character_{number}", "removed_entities": sorted(members),
-                "removed_lines": removed, "rewritten_lines": rewritten}
+                "removed_lines": plan.removed_lines, "removed_mentions": plan.mentions,
+                "rewritten_lines": [n for n, _ in plan.rewritten], "removed_transcripts": len(plan.segments),
+                "names_removed": 0 if keep_mentions else len(names), "checked_for_leftovers": len(plan.needles)}
 
     # ------------------------------------------------------------------ views
     def export(self, video: int | str | None = None) -> dict:
@@ -183,7 +205,8 @@ class MemoryGraph:
         return inspect_db(self.store, self._characters, self.db_files())
 
     def integrity_check(self) -> list[str]:
-        return self.store.integrity_check()
+        """SQLite's own check, then the vectors' (dimension, finiteness), which SQLite cannot judge."""
+        return self.store.integrity_check() + self.store.vector_problems()
 
     def db_files(self) -> list[Path]:
         base = self.store.path

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from m3agent.memory import locks
 from m3agent.memory.errors import (
     CorruptDatabaseError,
     DatabaseBusyError,
@@ -32,6 +33,7 @@ from m3agent.memory.errors import (
     SchemaVersionError,
 )
 from m3agent.memory.model import Clip, NodeKind, TextNode, Video, VoiceSegment
+from m3agent.private import touch_private
 
 APP_ID = "m3agent"
 SCHEMA_VERSION = 1
@@ -157,23 +159,33 @@ class SQLiteStore:
             check_file(self.path)
         self._lock = threading.RLock()
         self._depth = 0
+        self._writer_lock: str | None = None
+        self._closed = False
         try:
             if readonly:
                 self.conn = self._connect_readonly()
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if fresh:
+                    touch_private(self.path)  # SQLite gives the WAL and its index the DB file's mode
                 self.conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
             self.conn.execute("PRAGMA busy_timeout = 10000")
+            if not fresh:
+                self._check_identity()  # before anything is changed: another application's file stays as it is
+            if not readonly:
+                self._writer_lock = locks.acquire(self.path)
             if fresh:
                 self._create_schema()
-            else:
-                if not readonly:
-                    self.conn.execute("PRAGMA journal_mode = WAL")
-                self._check_identity()
+            elif not readonly:
+                self.conn.execute("PRAGMA journal_mode = WAL")
             if not readonly:
                 self.conn.execute("PRAGMA synchronous = NORMAL")
-        except (sqlite3.Error, OSError) as exc:
-            raise store_error(self.path, exc) from exc
+        except BaseException as exc:
+            self._release_writer_lock()
+            if hasattr(self, "conn"):
+                self.conn.close()
+            if isinstance(exc, sqlite3.Error | OSError):
+                raise store_error(self.path, exc) from exc
+            raise
 
     # ------------------------------------------------------------------ lifecycle
     def _connect_readonly(self) -> sqlite3.Connection:
@@ -216,9 +228,20 @@ class SQLiteStore:
         if version < 1:
             raise SchemaVersionError(f"{self.path} has an unknown schema version {version!r}")
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         with self._lock:
             self.conn.close()
+            self._closed = True
+            self._release_writer_lock()
+
+    def _release_writer_lock(self) -> None:
+        if getattr(self, "_writer_lock", None):
+            locks.release(self._writer_lock)
+            self._writer_lock = None
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -252,11 +275,47 @@ class SQLiteStore:
         rows = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
         return [] if rows == ["ok"] else rows
 
+    def vector_problems(self) -> list[str]:
+        """Vectors that cannot be searched: a size other than the DB's dimension, NaN or infinity.
+        SQLite's integrity check cannot see these (a blob is a blob)."""
+        problems: list[str] = []
+        dim = int(self.meta().get("dim", 0))
+        bad_size, bad_value = [], []
+        for node_id, blob in self.conn.execute("SELECT node_id, vec FROM vectors"):
+            if dim and len(blob) != dim * 4 or len(blob) % 4:
+                bad_size.append(int(node_id))
+            elif not np.isfinite(blob_to_vec(blob)).all():
+                bad_value.append(int(node_id))
+        if bad_size:
+            problems.append(f"{len(bad_size)} text vectors are not {dim}-d (nodes {bad_size[:10]})")
+        if bad_value:
+            problems.append(f"{len(bad_value)} text vectors hold NaN or infinity (nodes {bad_value[:10]})")
+        q = "SELECT n.kind, e.node_id, e.vec FROM entity_embeddings e JOIN nodes n ON n.id = e.node_id"
+        sizes: dict[int, dict[int, list[int]]] = {}
+        for kind, node_id, blob in self.conn.execute(q):
+            sizes.setdefault(int(kind), {}).setdefault(len(blob), []).append(int(node_id))
+            if len(blob) % 4 or not np.isfinite(blob_to_vec(blob[: len(blob) // 4 * 4])).all():
+                problems.append(f"{NodeKind(kind).label} node {node_id} has a broken embedding")
+        for kind, by_size in sizes.items():
+            if len(by_size) > 1:
+                usual = max(by_size, key=lambda size: len(by_size[size]))
+                odd = sorted({n for size, nodes in by_size.items() if size != usual for n in nodes})
+                problems.append(f"{NodeKind(kind).label} embeddings of {len(odd)} nodes differ in size from the "
+                                f"rest ({usual // 4}-d): nodes {odd[:10]}")
+        return problems
+
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the main file and empty it. False while another connection still reads
+        an older snapshot (its pages must stay in the WAL until it finishes)."""
+        with self._lock:
+            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        wal = Path(f"{self.path}-wal")
+        return busy == 0 and (not wal.exists() or wal.stat().st_size == 0)
+
     def vacuum(self) -> None:
-        """Rewrite the file so deleted content is gone from it, then empty the WAL."""
+        """Rewrite the file compactly so that nothing deleted survives in its free pages."""
         with self._lock:
             self.conn.execute("VACUUM")
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------------ meta
     def meta(self) -> dict[str, str]:
@@ -301,6 +360,15 @@ class SQLiteStore:
                 (name, path, duration, clip_seconds, json.dumps(meta) if meta else None),
             )
             return int(cur.lastrowid)
+
+    def video_meta(self, video_id: int) -> dict[str, Any]:
+        row = self.conn.execute("SELECT meta FROM videos WHERE id = ?", (video_id,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else {}
+
+    def update_video_meta(self, video_id: int, **values: Any) -> None:
+        with self.transaction() as c:
+            meta = {**self.video_meta(video_id), **values}
+            c.execute("UPDATE videos SET meta = ? WHERE id = ?", (json.dumps(meta), video_id))
 
     def videos(self) -> list[Video]:
         return [
@@ -570,6 +638,63 @@ class SQLiteStore:
             c.execute(f"UPDATE nodes SET invalidated_by = NULL, invalidated_at = NULL WHERE invalidated_by IN ({marks})", chunk)
             c.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
 
+    def delete_voice_segments(self, rowids: Iterable[int]) -> None:
+        for chunk in _chunks(sorted(set(rowids))):
+            self.conn.execute(f"DELETE FROM voice_segments WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+
+    # ------------------------------------------------------------------ finding content (forgetting)
+    def texts_containing(self, video_id: int, word: str) -> list[tuple[int, str]]:
+        """``(id, text)`` of a video's text nodes whose text contains ``word`` (ASCII case folded, as
+        SQLite's LIKE does; callers confirm with their own pattern)."""
+        q = "SELECT id, text FROM nodes WHERE video_id = ? AND kind IN (2, 3) AND text LIKE ? ESCAPE '\\'"
+        return [(int(i), t) for i, t in self.conn.execute(q, (video_id, f"%{_like_escape(word)}%"))]
+
+    def segments_containing(self, video_id: int, word: str) -> list[tuple[int, int, str]]:
+        """``(rowid, voice node id, text)`` of a video's transcript segments that contain ``word`` (as above)."""
+        q = ("SELECT s.rowid, s.node_id, s.text FROM voice_segments s JOIN nodes n ON n.id = s.node_id"
+             " WHERE n.video_id = ? AND s.text LIKE ? ESCAPE '\\'")
+        return [(int(i), int(n), t) for i, n, t in self.conn.execute(q, (video_id, f"%{_like_escape(word)}%"))]
+
+    def segment_texts(self, node_ids: Iterable[int]) -> list[str]:
+        out: list[str] = []
+        for chunk in _chunks(sorted(set(node_ids))):
+            q = f"SELECT text FROM voice_segments WHERE node_id IN ({','.join('?' * len(chunk))})"
+            out.extend(r[0] for r in self.conn.execute(q, chunk))
+        return out
+
+    def text_vector_blobs(self, node_ids: Iterable[int]) -> list[bytes]:
+        out: list[bytes] = []
+        for chunk in _chunks(sorted(set(node_ids))):
+            q = f"SELECT vec FROM vectors WHERE node_id IN ({','.join('?' * len(chunk))})"
+            out.extend(bytes(r[0]) for r in self.conn.execute(q, chunk))
+        return out
+
+    def entity_blobs(self, node_ids: Iterable[int]) -> list[bytes]:
+        """Raw embedding and crop blobs of entity nodes."""
+        out: list[bytes] = []
+        for chunk in _chunks(sorted(set(node_ids))):
+            marks = ",".join("?" * len(chunk))
+            for q in (f"SELECT vec FROM entity_embeddings WHERE node_id IN ({marks})",
+                      f"SELECT jpeg FROM crops WHERE node_id IN ({marks})"):
+                out.extend(bytes(r[0]) for r in self.conn.execute(q, chunk))
+        return out
+
+    def holds_bytes(self, needle: bytes) -> bool:
+        """Whether any stored value still contains ``needle`` (a full scan: call it for few needles)."""
+        checks = (
+            ("nodes", "text"), ("voice_segments", "text"), ("vectors", "vec"), ("entity_embeddings", "vec"),
+            ("crops", "jpeg"), ("videos", "name"), ("videos", "path"), ("videos", "meta"), ("meta", "value"),
+        )
+        for table, column in checks:
+            q = f"SELECT 1 FROM {table} WHERE instr(CAST({column} AS BLOB), ?) > 0 LIMIT 1"
+            if self.conn.execute(q, (needle,)).fetchone():
+                return True
+        return False
+
+    def delete_meta(self, key: str) -> None:
+        with self.transaction() as c:
+            c.execute("DELETE FROM meta WHERE key = ?", (key,))
+
     # ------------------------------------------------------------------ stats
     def counts(self) -> dict[str, Any]:
         c = self.conn
@@ -580,6 +705,10 @@ class SQLiteStore:
             "nodes": {k.label: kinds.get(k.label, 0) for k in NodeKind},
             "edges": int(c.execute("SELECT COUNT(*) FROM edges").fetchone()[0]),
         }
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _chunks(items: Sequence[int], size: int = 900) -> Iterator[list[int]]:

@@ -19,6 +19,7 @@ from m3agent.config import IndexConfig
 from m3agent.memory.index.flat import FlatIndex
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.visibility import NEVER, visible
+from m3agent.private import touch_private
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +183,7 @@ class TextVectors:
         self.ann.meta["max_id"] = max(self.video_of, default=-1)
         tmp = self.sidecar + ".tmp"
         try:
+            touch_private(tmp)
             self.ann.save(tmp)
             os.replace(tmp, self.sidecar)
         except OSError as exc:
@@ -323,6 +325,8 @@ class VectorCache:
             os.remove(self.sidecar)
 
     def save(self) -> None:
-        """Write the ANN index file if it changed (see :meth:`TextVectors.save`)."""
-        if self._vectors is not None and not self.store.readonly:
+        """Write the ANN index file if it changed (see :meth:`TextVectors.save`), and only while it
+        still describes the DB: after another process forgot someone, an index built before would
+        put the forgotten lines' codes back on disk."""
+        if self._vectors is not None and not self.store.readonly and self._vectors.identity == self.store.identity():
             self._vectors.save()

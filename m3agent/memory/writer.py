@@ -8,8 +8,9 @@ as-of queries before the superseding clip).
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,12 +18,26 @@ import numpy as np
 from m3agent.config import MemoryConfig
 from m3agent.memory.characters import name_statement
 from m3agent.memory.errors import MemoryStoreError
-from m3agent.memory.model import NodeKind, VoiceSegment
+from m3agent.memory.forgetting import (
+    SCRUB_PENDING,
+    ForgetIncompleteError,
+    ForgetPlan,
+    plan_forget,
+    scrub,
+    verify_gone,
+    wait_for_checkpoint,
+)
+from m3agent.memory.model import NodeKind, Video, VoiceSegment
 from m3agent.memory.store import SQLiteStore, vec_to_blob
-from m3agent.memory.tags import entity_ids, parse_tags, rewrite_tags
+from m3agent.memory.tags import entity_ids, parse_tags
 from m3agent.memory.vectors import VectorCache
 
+log = logging.getLogger(__name__)
 Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+class VideoMismatchError(MemoryStoreError, ValueError):
+    """The name asked for belongs to a stored video with other content."""
 
 
 class ClipAlreadyStoredError(MemoryStoreError, ValueError):
@@ -242,6 +257,36 @@ class MemoryWriter:
                   clip_seconds: float = 30.0, meta: dict | None = None) -> int:
         return self.store.upsert_video(name, path, duration, clip_seconds, meta)
 
+    def claim_video(self, name: str, fingerprint: str, *, name_given: bool, path: str | None = None,
+                    duration: float | None = None, clip_seconds: float = 30.0, meta: dict | None = None) -> int:
+        """The video a memorization writes to, identified by content: the stored video with this
+        fingerprint (resumed, even if the file was renamed or moved), else a new one. A name taken by
+        other content is refused when the user chose it, and otherwise gets a free variant
+        (``episode.mp4 (2)``): a different video is never resumed into another's memory."""
+        store = self.store
+        with self.lock, store.transaction():
+            videos = store.videos()
+            fingerprints = {v.id: store.video_meta(v.id).get("fingerprint") for v in videos}
+            by_name = {v.name: v for v in videos}
+            taken = by_name.get(name)
+            same = taken if taken and _same_video(taken, fingerprints[taken.id], fingerprint, path, duration) else None
+            if same is None and not name_given:
+                same = next((v for v in videos if fingerprints[v.id] == fingerprint), None)
+            if same is None and taken is not None:
+                if name_given:
+                    raise VideoMismatchError(
+                        f"{store.path} already holds a different video named {name!r} (from {taken.path}); "
+                        f"{path} has other content: give it another --name")
+                name = _free_name(name, by_name)
+                log.warning("%s already holds another video named %r (from %s); this one is stored as %r",
+                            store.path, taken.name, taken.path, name)
+            if same is not None:
+                name = same.name
+            video_id = store.upsert_video(name, path, duration, clip_seconds, meta)
+            if fingerprints.get(video_id) != fingerprint:
+                store.update_video_meta(video_id, fingerprint=fingerprint)
+            return video_id
+
     def clip(self, video_id: int, clip: int, start: float, end: float) -> _ClipContext:
         """Context manager collecting one clip's records; commits them in one transaction on exit."""
         return _ClipContext(ClipBatch(self, video_id, clip, start, end))
@@ -330,30 +375,61 @@ class MemoryWriter:
         self.on_change()
 
     # ------------------------------------------------------------------ forgetting
-    def forget(self, members: set[int], embed: Embed | None) -> tuple[list[int], list[int]]:
-        """Delete entity nodes ``members``, the lines that mention only them, and their tags in the
-        lines they share (re-embedded when ``embed`` is given); the file is vacuumed so nothing of
-        them stays on disk. Returns ``(removed line ids, rewritten line ids)``."""
+    def forget(self, video_id: int, members: set[int], embed: Embed | None, *, names: Sequence[str] = (),
+               keep_mentions: bool = False, wait: float = 30.0) -> ForgetPlan:
+        """Delete entity nodes ``members`` with everything only about them, their tags in the lines
+        they share (re-embedded when ``embed`` is given) and, unless ``keep_mentions``, the lines and
+        transcripts where others say one of their ``names``; then scrub the files and check, byte by
+        byte, that none of it is left (see :mod:`m3agent.memory.forgetting`)."""
         store = self.store
-        linked = store.texts_linked_to(members)
-        edges = store.edges_of_text(linked)
-        only_them = [t for t in linked if set(edges.get(t, {})) <= members]
-        shared = [t for t in linked if t not in set(only_them)]
-        member_tags = {f"{kind}_{n}" for n in members for kind in ("face", "voice")}
-        rewritten = [(node.id, rewrite_tags(node.text, {t: "someone" for t in member_tags}))
-                     for node in store.text_nodes(ids=shared)]
-        new_vectors = embed([t for _, t in rewritten]) if rewritten and embed is not None else None
+        # readers holding old snapshots would keep the data in the WAL: find out before changing anything
+        wait_for_checkpoint(store, wait, "nothing was changed")
+        plan = plan_forget(store, video_id, members, names, keep_mentions)
+        new_vectors = embed([t for _, t in plan.rewritten]) if plan.rewritten and embed is not None else None
         with self.lock:
             with store.transaction():
-                store.delete_nodes(sorted(members) + only_them)
-                for i, (node_id, text) in enumerate(rewritten):
+                store.delete_nodes(sorted(members) + plan.removed_lines)
+                store.delete_voice_segments(plan.segments)
+                for i, (node_id, text) in enumerate(plan.rewritten):
                     store.update_text(node_id, text, None if new_vectors is None else new_vectors[i])
                 store.bump_index_epoch()
-            store.vacuum()
+                store.set_meta(SCRUB_PENDING, "1")
             self.vectors.reset()
             self._semantic.clear()
             self.on_change()
-        return sorted(only_them), [n for n, _ in rewritten]
+            self.finish_scrub(wait)
+        leftovers = verify_gone(store, plan.needles)
+        if leftovers:
+            raise ForgetIncompleteError(
+                f"the memory no longer holds them, but {', '.join(leftovers)} beside {store.path} still contain "
+                "some of the removed data; run the same command again once no other process uses the DB")
+        return plan
+
+    def finish_scrub(self, wait: float = 0.0) -> None:
+        """Complete a scrub an earlier forget could not finish (a reader held old pages, or a crash)."""
+        if SCRUB_PENDING not in self.store.meta():
+            return
+        with self.lock:
+            scrub(self.store, wait)
+            self.store.delete_meta(SCRUB_PENDING)
+            self.store.checkpoint()
+
+
+def _same_video(stored: Video, stored_fingerprint: str | None, fingerprint: str, path: str | None,
+                duration: float | None) -> bool:
+    """Whether a stored video is this one. Videos stored before fingerprints were kept count as the
+    same only when their path and duration agree."""
+    if stored_fingerprint is not None:
+        return stored_fingerprint == fingerprint
+    same_duration = stored.duration is not None and duration is not None and abs(stored.duration - duration) < 0.5
+    return stored.path is not None and stored.path == path and same_duration
+
+
+def _free_name(name: str, taken: Mapping[str, object]) -> str:
+    k = 2
+    while f"{name} ({k})" in taken:
+        k += 1
+    return f"{name} ({k})"
 
 
 def keep_best(rows: list[tuple], cap: int) -> list[tuple]:

@@ -6,6 +6,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 from m3agent.memory import (
@@ -70,7 +71,7 @@ WRITER = textwrap.dedent("""
 def test_readers_see_whole_clips_while_a_writer_writes(db_path, embedder):
     MemoryGraph.open(db_path, embedder=embedder).close()
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db_path), "40"])
-    reader = MemoryGraph.open(db_path, embedder=embedder)
+    reader = MemoryGraph.open(db_path, embedder=embedder, readonly=True)
     seen_counts = set()
     try:
         deadline = time.time() + 60
@@ -242,3 +243,32 @@ def test_sqlite_errors_name_the_file_and_the_cause(tmp_path):
                       CorruptDatabaseError)
     other = store_error(path, failure("disk I/O error", "SQLITE_IOERR_WRITE"))
     assert type(other) is MemoryStoreError and str(path) in str(other) and "I/O error" in str(other)
+
+
+def test_another_applications_sqlite_file_is_refused_unchanged(tmp_path):
+    foreign = tmp_path / "other.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE contacts (name TEXT)")
+    conn.execute("INSERT INTO contacts VALUES ('Ann')")
+    conn.commit()
+    conn.close()
+    before = foreign.read_bytes()
+    with pytest.raises(ForeignDatabaseError):
+        SQLiteStore(foreign)
+    assert foreign.read_bytes() == before  # still in its rollback-journal mode, nothing written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]  # no lock, no WAL left behind
+
+
+def test_integrity_check_sees_broken_vectors(kitchen, db_path):
+    assert kitchen.integrity_check() == []
+    node = kitchen.ids["fridge_empty"]
+    kitchen.store.conn.execute("UPDATE vectors SET vec = ? WHERE node_id = ?",
+                               (np.full(512, np.nan, np.float32).tobytes(), node))
+    kitchen.store.conn.execute("UPDATE vectors SET vec = ? WHERE node_id = ?",
+                               (np.ones(100, np.float32).tobytes(), kitchen.ids["alice_name"]))
+    kitchen.store.conn.execute("UPDATE entity_embeddings SET vec = ? WHERE node_id = ?",
+                               (np.ones(64, np.float32).tobytes(), kitchen.ids["bob_face"]))
+    problems = " | ".join(kitchen.integrity_check())
+    assert "1 text vectors hold NaN or infinity" in problems
+    assert "1 text vectors are not 512-d" in problems
+    assert f"face embeddings of 1 nodes differ in size from the rest (128-d): nodes [{kitchen.ids['bob_face']}]" in problems

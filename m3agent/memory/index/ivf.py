@@ -46,7 +46,7 @@ class IVFIndex(VectorIndex):
         faiss = self._faiss
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         n = len(vectors)
-        self.nlist = self.nlist or choose_nlist(n)
+        self.nlist = min(self.nlist or choose_nlist(n), max(1, n))  # k-means needs a point per list
         rng = np.random.default_rng(seed)
         sample = vectors[rng.choice(n, size=min(n, 40 * self.nlist), replace=False)]
         quantizer = faiss.IndexFlatIP(self.dim)

@@ -1,0 +1,156 @@
+"""What forgetting a person removes, and the proof that it is gone from every file beside the DB.
+
+A person is their face and voice nodes with crops, embeddings and transcripts, the lines only about
+them, their tags in lines they share, and (unless mentions are kept) every line and transcript in
+which others speak of them by name. Deleting rows is not enough: SQLite keeps old pages in the WAL
+and in free pages, and caches keep copies. So the deletion is followed by a scrub (secure delete,
+checkpoint, vacuum, the ANN cache dropped) and a byte-level search of every file beside the DB for
+what was removed; success is reported only when none of it is found.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from m3agent.memory.errors import DatabaseBusyError, DiskFullError, MemoryStoreError
+from m3agent.memory.store import SQLiteStore
+from m3agent.memory.tags import rewrite_tags
+
+SCRUB_PENDING = "scrub_pending"  # meta key: rows are deleted, old pages may still be on disk
+MAX_NEEDLES = 96
+
+
+class ForgetIncompleteError(MemoryStoreError):
+    """The rows are deleted but copies may remain on disk (a reader held old pages, or a check failed)."""
+
+
+@dataclass
+class ForgetPlan:
+    """Everything one forget removes or rewrites, worked out before anything is changed."""
+
+    members: set[int]
+    names: list[str]
+    only_them: list[int] = field(default_factory=list)  # lines that mention no one else
+    mentions: list[int] = field(default_factory=list)  # lines where others name them
+    rewritten: list[tuple[int, str]] = field(default_factory=list)  # shared lines, their tags replaced
+    segments: dict[int, str] = field(default_factory=dict)  # others' transcript segments naming them, by rowid
+    needles: list[bytes] = field(default_factory=list)  # what must not be found on disk afterwards
+
+    @property
+    def removed_lines(self) -> list[int]:
+        return sorted(set(self.only_them) | set(self.mentions))
+
+
+def name_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
+    """Whole-word, case-insensitive match of a name or any capitalised word of it ("Alice Smith" also
+    matches "Alice"), so that a first name said aloud is found."""
+    words = set()
+    for name in names:
+        name = name.strip()
+        if len(name) >= 2:
+            words.add(name)
+        words.update(w for w in re.findall(r"\w+", name) if len(w) >= 3 and w[0].isupper())
+    if not words:
+        return None
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+def plan_forget(store: SQLiteStore, video_id: int, members: set[int], names: Sequence[str],
+                keep_mentions: bool) -> ForgetPlan:
+    plan = ForgetPlan(set(members), list(names))
+    linked = store.texts_linked_to(members)
+    edges = store.edges_of_text(linked)
+    plan.only_them = [t for t in linked if set(edges.get(t, {})) <= members]
+    pattern = None if keep_mentions else name_pattern(names)
+    if pattern is not None:
+        gone = set(plan.only_them)
+        for word in {m.lower() for n in names for m in re.findall(r"\w+", n) if len(m) >= 2}:
+            plan.mentions += [i for i, text in store.texts_containing(video_id, word)
+                              if i not in gone and pattern.search(text)]
+            plan.segments.update((i, text) for i, node, text in store.segments_containing(video_id, word)
+                                 if node not in members and pattern.search(text))
+        plan.mentions = sorted(set(plan.mentions))
+    removed = set(plan.removed_lines)
+    member_tags = {f"{kind}_{n}" for n in members for kind in ("face", "voice")}
+    plan.rewritten = [(node.id, rewrite_tags(node.text, {t: "someone" for t in member_tags}))
+                      for node in store.text_nodes(ids=[t for t in linked if t not in removed])]
+    plan.needles = _needles(store, plan, keep_mentions)
+    return plan
+
+
+def _needles(store: SQLiteStore, plan: ForgetPlan, keep_mentions: bool) -> list[bytes]:
+    """Distinctive pieces of what is removed: texts whole, binary blobs by a slice of their middle."""
+    texts = [n.text for n in store.text_nodes(ids=plan.removed_lines) if n.text]
+    texts += store.segment_texts(plan.members) + list(plan.segments.values())
+    if not keep_mentions:
+        texts += plan.names
+    words = [t.encode() for t in dict.fromkeys(t.strip() for t in texts) if len(t.strip()) >= 3]
+    slices = []
+    for blob in store.entity_blobs(plan.members) + store.text_vector_blobs(plan.removed_lines):
+        middle = blob[len(blob) // 2 - 16: len(blob) // 2 + 16] if len(blob) >= 48 else blob
+        if len(set(middle)) >= 8:  # zeros or a flat run would match scrubbed pages
+            slices.append(middle)
+    return words[:MAX_NEEDLES] + slices[:MAX_NEEDLES]
+
+
+def files_beside(db: Path) -> list[Path]:
+    """The DB and every file named after it in its folder (WAL, index, caches, logs)."""
+    folder = db.parent if str(db.parent) else Path(".")
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and (p == db or p.name.startswith((db.name + "-", db.name + "."))))
+
+
+def find_on_disk(files: Iterable[Path], needles: Sequence[bytes]) -> dict[bytes, list[Path]]:
+    """Which needles occur in which files, by their raw bytes."""
+    found: dict[bytes, list[Path]] = {}
+    for path in files:
+        try:
+            with open(path, "rb") as fh:
+                if path.stat().st_size == 0:
+                    continue
+                with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                    for needle in needles:
+                        if data.find(needle) >= 0:
+                            found.setdefault(needle, []).append(path)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def wait_for_checkpoint(store: SQLiteStore, wait: float, what: str) -> None:
+    """Empty the WAL into the main file, retrying while readers hold old snapshots, up to ``wait`` s."""
+    deadline = time.monotonic() + max(0.0, wait)
+    while not store.checkpoint():
+        if time.monotonic() >= deadline:
+            raise DatabaseBusyError(
+                f"{store.path} is being read by another process, which keeps old pages in {store.path}-wal; "
+                f"{what}: close the other reader (or pass a longer --wait) and run the command again")
+        time.sleep(0.2)
+
+
+def scrub(store: SQLiteStore, wait: float) -> None:
+    """Make deleted rows unrecoverable from the files: checkpoint, vacuum, checkpoint. A vacuum that
+    fails for lack of space is not fatal: secure delete has already zeroed the freed pages."""
+    what = "forgotten data may still be on disk until it closes"
+    wait_for_checkpoint(store, wait, what)
+    try:
+        store.vacuum()
+    except DiskFullError:
+        pass
+    wait_for_checkpoint(store, wait, what)
+
+
+def verify_gone(store: SQLiteStore, needles: Sequence[bytes]) -> list[str]:
+    """Files that still hold removed content (content the DB legitimately holds elsewhere excepted)."""
+    found = find_on_disk(files_beside(store.path), needles)
+    leftovers = []
+    for needle, paths in found.items():
+        if not store.holds_bytes(needle):
+            leftovers += [p.name for p in paths]
+    return sorted(set(leftovers))
