@@ -51,6 +51,12 @@ def cmd_inspect(args, config: Config) -> int:
 
 
 def cmd_search(args, config: Config) -> int:
+    from m3agent.memory.search import QueryError, check_before_clip, check_query
+
+    check_query(args.query)  # bad input fails before the embedder loads
+    check_before_clip(args.before_clip)
+    if args.top_k is not None and args.top_k < 1:
+        raise QueryError(f"--top-k must be >= 1 (got {args.top_k})")
     with _open(args, config, readonly=True) as graph:
         result = graph.search(args.query, video=args.video, all_videos=args.all_videos, top_k=args.top_k,
                               threshold=args.threshold, before_clip=args.before_clip)
@@ -99,10 +105,13 @@ def cmd_memorize(args, config: Config) -> int:
     from m3agent.media import probe
     from m3agent.memorize import memorize_video
     from m3agent.memorize.pipeline import MemorizationInterrupted
+    from m3agent.memory.store import writing
 
     probe(args.video)  # a bad file fails here, before any model loads
-    perceiver, memorizer, embedder = factory.memorization_stack(config)
-    with factory.open_memory(args.memory, config, embedder=embedder, create=True) as graph:
+    with writing(args.memory):  # and so does a DB another process is writing
+        perceiver, memorizer, embedder = factory.memorization_stack(config)
+        graph = factory.open_memory(args.memory, config, embedder=embedder, create=True)
+    with graph:
         log_path = args.log or f"{args.memory}.memorize.jsonl"
         try:
             report = memorize_video(args.video, graph, perceiver, memorizer, config.memorize, name=args.name,
@@ -113,6 +122,8 @@ def cmd_memorize(args, config: Config) -> int:
                   file=sys.stderr)
             return 130
     _print_json(report.to_dict())
+    if report.truncated:  # what could be read is memorized (exit 0), but the rest of the file is missing
+        print(f"m3agent memorize: warning: {args.video} {report.note}", file=sys.stderr)
     return 0
 
 
@@ -157,8 +168,13 @@ def _format_hits(hits: list[dict]) -> str:
 
 
 def cmd_ask(args, config: Config) -> int:
+    from m3agent.control import ControlStep, Question
+
+    question = Question(args.question, args.before_clip, args.video)  # a bad question fails before anything loads
     with _open(args, config, readonly=True) as graph:
-        answer = _controller(graph, config).answer(args.question, video=args.video, before_clip=args.before_clip)
+        ControlStep(graph).video_of(question)  # so does one about a video memory lacks or holds no clip of
+        answer = _controller(graph, config).answer(question.text, video=question.video,
+                                                   before_clip=question.before_clip)
     if args.json:
         _print_json(answer.to_dict())
         return 0
@@ -179,19 +195,29 @@ def cmd_ask(args, config: Config) -> int:
 def cmd_qa(args, config: Config) -> int:
     from tqdm import tqdm
 
-    from m3agent.jobs.qa import read_questions, run_qa
+    from m3agent.config import ConfigError
+    from m3agent.jobs.qa import QAInterrupted, answers_path, answers_so_far, read_questions, run_qa
 
     items = read_questions(args.questions)
     if not items:
         print(f"m3agent qa: error: {args.questions} holds no question", file=sys.stderr)
         return EXIT_USAGE
-    out = args.out or os.path.splitext(args.questions)[0] + ".answers.jsonl"
-    if args.batch:
+    out = answers_path(args.questions, args.out)
+    answers_so_far(out, items)  # a file that is not ours to write fails now, before any model loads
+    if args.batch is not None:
+        if args.batch < 1:
+            raise ConfigError(f"--batch must be >= 1 (got {args.batch})")
         config = dataclasses.replace(config, control=dataclasses.replace(config.control, batch_size=args.batch))
     with _open(args, config, readonly=True) as graph:
         controller = _controller(graph, config)
         with tqdm(total=len(items), unit="question", disable=args.quiet) as bar:
-            report = run_qa(controller, items, out, config.control, on_done=bar.update)
+            try:
+                report = run_qa(controller, items, out, config.control, on_done=bar.update)
+            except QAInterrupted as exc:
+                bar.close()
+                saved = exc.report.skipped + exc.report.answered
+                print(f"interrupted: {saved} answers saved in {out}; run the same command to resume", file=sys.stderr)
+                return 130
     print(f"{report.summary()}; answers in {out}")
     return 0 if report.failed == 0 else 1
 
@@ -308,6 +334,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print(f"m3agent {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ result down. Overrides are dotted paths, as in ``memory.search.top_k=3``; enviro
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import math
 import os
 import tomllib
 import types
@@ -159,12 +161,25 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise ConfigError(f"{key}: expected a boolean, got {value!r}")
-    if annotation in (int, float, str):
-        try:
-            return annotation(value)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}") from exc
-    return value
+    if annotation is str:
+        return str(value)
+    if annotation not in (int, float):
+        return value
+    number = value
+    if isinstance(value, str):  # from --set or the environment
+        for convert in (int, float):
+            try:
+                number = convert(value)
+                break
+            except ValueError:
+                pass
+    if isinstance(number, int | float) and not isinstance(number, bool):
+        if annotation is float:
+            with contextlib.suppress(OverflowError):  # an int too large for a float
+                return float(number)
+        elif isinstance(number, int) or number.is_integer():  # 2 and 2.0 are whole numbers; 1.5, inf and nan are not
+            return int(number)
+    raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}")
 
 
 def _merge(obj: Any, data: Mapping[str, Any], prefix: str = "") -> Any:
@@ -212,11 +227,11 @@ def load_config(
     """Defaults <- TOML file <- ``M3AGENT__*`` environment <- ``key=value`` overrides."""
     config = Config()
     if path is not None:
+        table = _read_toml(Path(path))
         try:
-            with open(Path(path), "rb") as fh:
-                config = _merge(config, tomllib.load(fh))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+            config = _merge(config, table)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
     for key, value in sorted((env if env is not None else {}).items()):
         if key.startswith(ENV_PREFIX):
             dotted = key[len(ENV_PREFIX):].lower().replace("__", ".")
@@ -227,8 +242,62 @@ def load_config(
     return config
 
 
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The file's TOML table; a file that is missing, not UTF-8 text (a BOM is fine) or not TOML is a
+    :class:`ConfigError` in one line, never a traceback."""
+    try:
+        data = path.read_bytes()
+        return tomllib.loads(data.decode("utf-8-sig"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"cannot read config file {path}: line {line} is not UTF-8 text "
+                          f"(byte 0x{data[exc.start]:02x})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"cannot read config file {path}: not valid TOML: {exc}") from exc
+
+
+#: numbers that must be > 0, per settings class; every other number must be >= 0 unless it is in _SIGNED
+_POSITIVE = {
+    EmbedderConfig: {"batch_size"},
+    SearchConfig: {"top_k", "line_top_k", "max_query_variants"},
+    MemoryConfig: {"face_snapshots", "voice_snapshots"},
+    PerceptionConfig: {"clip_seconds", "fps", "max_side"},
+    ChatConfig: {"timeout", "concurrency", "context", "tensor_parallel", "gpu_memory"},
+    ControlConfig: {"max_rounds", "max_tokens", "batch_size"},
+}
+_SIGNED = {SearchConfig: {"threshold"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"seed"}}
+_AT_MOST_ONE = {IndexConfig: {"target_recall"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"gpu_memory"}}
+
+
+def _check_numbers(settings: Any, prefix: str = "") -> None:
+    """Every number finite and in its range, so that fps=0 or top_k=0 fails here, not deep in a run."""
+    kind = type(settings)
+    for f in dataclasses.fields(settings):
+        value, path = getattr(settings, f.name), prefix + f.name
+        if dataclasses.is_dataclass(value):
+            _check_numbers(value, path + ".")
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        rule = None
+        if isinstance(value, float) and not math.isfinite(value):
+            rule = "be a finite number"
+        elif f.name in _POSITIVE.get(kind, ()) and value <= 0:
+            rule = "be > 0"
+        elif value < 0 and f.name not in _SIGNED.get(kind, ()):
+            rule = "be >= 0"
+        elif value > 1 and f.name in _AT_MOST_ONE.get(kind, ()):
+            rule = "be <= 1"
+        if rule:
+            raise ConfigError(f"{path} must {rule} (got {value:g})" if isinstance(value, float) else
+                              f"{path} must {rule} (got {value})")
+
+
 def validate(config: Config) -> None:
-    """Check every backend name now, before anything loads, naming the setting that is wrong."""
+    """Check every number and backend name now, before anything loads, naming the setting that is wrong."""
+    _check_numbers(config)
     from m3agent.registry import check_name
 
     pc, mc = config.memorize.perception, config.memorize

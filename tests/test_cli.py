@@ -139,3 +139,81 @@ def test_read_only_file_and_folder(kitchen, db_path, tmp_path):
         os.chmod(db_path, 0o644)
     with MemoryGraph.open(db_path, readonly=True) as graph:  # nothing was lost
         assert len(graph.clips(kitchen.video)) == 4 and a in graph.characters(kitchen.video).members
+
+
+# ---------------------------------------------------------------- issue 9: one-line errors, never silent nothing
+
+def one_line_error(capsys, command, *argv):
+    """Run the CLI, expecting exit 2 and exactly one line on stderr; returns that line."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "", (argv, err)
+    assert err.startswith(f"m3agent {command}: error: ") and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00", "caf\xe9 = 1\n".encode("latin-1"), b"[memory\n",
+                                     None])
+def test_bad_config_files_are_one_line_errors(db, tmp_path, capsys, content):
+    path = tmp_path / "m3.toml"
+    if content is not None:
+        path.write_bytes(content)
+    err = one_line_error(capsys, "inspect", "--config", str(path), "inspect", db)
+    assert f"cannot read config file {path}" in err
+
+
+@pytest.mark.parametrize("override, message", [
+    ("memorize.perception.fps=0", "memorize.perception.fps must be > 0 (got 0)"),
+    ("memorize.perception.clip_seconds=-1", "memorize.perception.clip_seconds must be > 0 (got -1)"),
+    ("memory.search.top_k=0", "memory.search.top_k must be > 0 (got 0)"),
+    ("memory.search.threshold=nan", "memory.search.threshold must be a finite number (got nan)"),
+    ("memory.search.top_k", "override must look like key.path=value"),
+    ("=3", "empty config key"),
+    ("memory.search.nope=1", "unknown config key 'memory.search.nope'"),
+])
+def test_bad_settings_are_one_line_errors(db, capsys, override, message):
+    assert message in one_line_error(capsys, "search", "--set", override, "search", db, "kitchen")
+
+
+def test_search_inputs_that_would_silently_find_nothing(db, capsys):
+    for query in ("", "   "):
+        assert "the search query is empty" in one_line_error(capsys, "search", "search", db, query)
+    assert "before_clip must be a clip number >= 0 (got -1)" in one_line_error(
+        capsys, "search", "search", db, "cooks pasta", "--before-clip", "-1")
+    assert "--top-k must be >= 1 (got 0)" in one_line_error(capsys, "search", "search", db, "cooks pasta",
+                                                            "--top-k", "0")
+    everything = run(capsys, "search", db, "cooks pasta in the kitchen", "--threshold", "0.05", "--json")
+    assert json.loads(everything[1])["clips"]
+    for beyond in ("4", "2147483647", str(10**30)):  # past the last clip: all of them
+        assert run(capsys, "search", db, "cooks pasta in the kitchen", "--threshold", "0.05", "--json",
+                   "--before-clip", beyond) == everything, beyond
+
+
+def test_ask_inputs_that_would_make_the_model_invent_an_answer(db, capsys, tmp_path):
+    with MemoryGraph.open(db) as graph:
+        graph.add_video("empty")  # memorization never got to its first clip
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Action: [Answer]\nContent: invented"]))
+    options = ["--set", "control.chat.backend=scripted", "--set", f"control.chat.model={replies}"]
+    for question in ("", " \t"):
+        assert "the question is empty" in one_line_error(capsys, "ask", *options, "ask", db, question,
+                                                         "--video", "kitchen")
+    assert "before_clip must be a clip number >= 0 (got -2)" in one_line_error(
+        capsys, "ask", *options, "ask", db, "Who cooks?", "--video", "kitchen", "--before-clip", "-2")
+    err = one_line_error(capsys, "ask", *options, "ask", db, "Who cooks?", "--video", "empty")
+    assert "memory holds no clip of video 'empty' yet" in err
+    code, out, _ = run(capsys, *options, "ask", db, "Who cooks?", "--video", "kitchen", "--before-clip", str(10**30))
+    assert code == 0 and out.startswith("invented")
+
+
+def test_ctrl_c_is_one_line(db, capsys, monkeypatch):
+    import m3agent.memory.graph
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(m3agent.memory.graph.MemoryGraph, "search", interrupt)
+    try:
+        code, out, err = run(capsys, "search", db, "kitchen")
+    except KeyboardInterrupt:
+        code, err = "a traceback", ""
+    assert code == 130 and err == "m3agent search: interrupted\n"

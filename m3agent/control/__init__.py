@@ -6,7 +6,7 @@ writes; ``records`` the question/round/answer records the CLI and QA files print
 """
 
 from m3agent.control.loop import Controller
-from m3agent.control.protocol import ControlStep, Memory, QuestionState
+from m3agent.control.protocol import ControlStep, EmptyMemoryError, Memory, QuestionState
 from m3agent.control.records import Answer, Question, Round
 from m3agent.control.text import (
     DROPPED,
@@ -27,6 +27,7 @@ __all__ = [
     "Answer",
     "ControlStep",
     "Controller",
+    "EmptyMemoryError",
     "Memory",
     "Question",
     "QuestionState",

@@ -2,6 +2,8 @@
 
 :meth:`Controller.answer_many` makes one ``chat.batch`` call per round, so a batching backend (vLLM, a
 concurrent server client) sees the questions together; every round itself is :class:`ControlStep`'s.
+:meth:`Controller.iter_answers` hands out each answer as soon as its question is done, so a batch job
+can save it before the others finish.
 A conversation that outgrows the context window loses its oldest search results first; a question
 whose model call fails for good gets an :class:`Answer` with ``error`` set, and the others go on.
 """
@@ -9,7 +11,7 @@ whose model call fails for good gets an :class:`Answer` with ``error`` set, and 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 
 from m3agent.config import ControlConfig
 from m3agent.control.protocol import ControlStep, Memory, QuestionState
@@ -26,8 +28,11 @@ class Controller:
         self.step = ControlStep(graph, self.config)
 
     def answer(self, question: str, *, video: int | str | None = None, before_clip: int | None = None) -> Answer:
-        """One question; a model failure raises :class:`ChatError` instead of coming back in the answer."""
-        answer = self.answer_many([Question(question, before_clip, video)])[0]
+        """One question. One that memory cannot answer (empty, a bad ``before_clip``, a video memory lacks or
+        holds no clip of) raises its error before any model call; a model failure raises :class:`ChatError`."""
+        asked = Question(question, before_clip, video)
+        self.step.video_of(asked)
+        answer = self.answer_many([asked])[0]
         if answer.error:
             raise ChatError(answer.error)
         return answer
@@ -35,12 +40,20 @@ class Controller:
     def answer_many(self, questions: Sequence[Question],
                     on_round: Callable[[int, int], None] | None = None) -> list[Answer]:
         """Answers in question order; ``on_round(round, questions still open)`` reports progress."""
+        answers = dict(self.iter_answers(questions, on_round))
+        return [answers[index] for index in range(len(questions))]
+
+    def iter_answers(self, questions: Sequence[Question],
+                     on_round: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, Answer]]:
+        """``(index, answer)`` for each question as soon as it is finished, while the others go on with their
+        rounds: a caller that saves each one loses none of them when the run is stopped mid-batch."""
         states = [self.step.start(q) for q in questions]
+        open_ = yield from self._finished(states, range(len(states)))  # those that failed at the start
         total = self.step.rounds
         for number in range(1, total + 1):
-            active = [s for s in states if not s.done]
-            if not active:
+            if not open_:
                 break
+            active = [states[i] for i in open_]
             if on_round:
                 on_round(number, len(active))
             for state in active:
@@ -48,7 +61,18 @@ class Controller:
             for state, reply in zip(active, self._replies(active)):
                 if reply is not None:
                     self.step.apply(state, reply, last=number == total)
-        return [self.step.finish(s) for s in states]
+            open_ = yield from self._finished(states, open_)
+
+    def _finished(self, states: list[QuestionState],
+                  indices: Iterable[int]) -> Generator[tuple[int, Answer], None, list[int]]:
+        """Yield ``(index, answer)`` for each finished question among ``indices``; return the open ones."""
+        still_open = []
+        for index in indices:
+            if states[index].done:
+                yield index, self.step.finish(states[index])
+            else:
+                still_open.append(index)
+        return still_open
 
     def _replies(self, active: list[QuestionState]) -> list[ChatResponse | None]:
         """One reply per conversation (None where it failed); on a batch failure, each on its own."""

@@ -35,8 +35,12 @@ from m3agent.prompts import load_prompt
 
 if TYPE_CHECKING:
     from m3agent.memory.characters import CharacterMap
-    from m3agent.memory.model import Video
+    from m3agent.memory.model import Clip, Video
     from m3agent.memory.search import SearchResult
+
+
+class EmptyMemoryError(MemoryStoreError):
+    """The question's video has no clip memorized yet: with nothing to search, a model could only invent."""
 
 
 class Memory(Protocol):
@@ -45,6 +49,8 @@ class Memory(Protocol):
     def search(self, query: str, **kwargs) -> SearchResult: ...
 
     def resolve_video(self, video: int | str | None) -> Video: ...
+
+    def clips(self, video_id: int) -> list[Clip]: ...
 
     def names(self, video_id: int, before_clip: int | None = None) -> dict[int, str]: ...
 
@@ -93,10 +99,10 @@ class ControlStep:
 
     def start(self, question: Question) -> QuestionState:
         """A new conversation: the system message, and the seed search's results pending for round 1.
-        A question naming a video memory does not hold comes back already failed."""
+        A question about a video memory does not hold (or holds no clip of) comes back already failed."""
         system = load_prompt("control_system").format(question=question.text)
         try:
-            video_id = self.memory.resolve_video(question.video).id
+            video_id = self.video_of(question)
         except MemoryStoreError as exc:
             return QuestionState(question, -1, [], error=str(exc))
         state = QuestionState(question, video_id, [{"role": "system", "content": system}])
@@ -105,6 +111,15 @@ class ControlStep:
             state.rounds.append(step)
             state.pending = self.search(state, step, question.text)
         return state
+
+    def video_of(self, question: Question) -> int:
+        """The id of the video ``question`` asks about; :class:`MemoryStoreError` when memory lacks it,
+        :class:`EmptyMemoryError` when it holds no clip of it yet."""
+        video = self.memory.resolve_video(question.video)
+        if not self.memory.clips(video.id):
+            raise EmptyMemoryError(f"memory holds no clip of video {video.name!r} yet: nothing to answer from "
+                                   "(memorize the video first)")
+        return video.id
 
     def instruct(self, state: QuestionState, number: int, total: int | None = None) -> None:
         """Append round ``number``'s user message: the pending search results, then the instruction

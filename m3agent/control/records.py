@@ -7,12 +7,22 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from m3agent.memory.search import QueryError, check_before_clip
+
 
 @dataclass
 class Question:
+    """An empty question, or a ``before_clip`` that is no clip number, is refused here, before any search
+    or model call could answer it with nothing (``before_clip`` comes out as :func:`check_before_clip` reads it)."""
+
     text: str
     before_clip: int | None = None
     video: int | str | None = None
+
+    def __post_init__(self) -> None:
+        if not str(self.text).strip():
+            raise QueryError("the question is empty")
+        self.before_clip = check_before_clip(self.before_clip)
 
 
 @dataclass

@@ -1,13 +1,21 @@
 """Batch question answering over a memory DB: questions from JSON lines in, answers as JSON lines out.
 
 Input lines are ``{"question": ..., "id"|"question_id": ..., "before_clip": N, "video": name}`` (only
-``question`` is required; other keys are carried into the output) or plain text. Output is written as
-each group of questions finishes, so an interrupted run resumes where it stopped: questions already
-answered are skipped, failed ones are asked again, and a half-written last line is dropped.
+``question`` is required; other keys are carried into the output, a ground-truth ``answer`` as
+``reference``) or plain text, in UTF-8 (a BOM is
+fine) or UTF-16 with a BOM. Each answer is written as soon as its question is done, so an interrupted
+run (Ctrl-C, a crash) resumes where it stopped: questions already answered are skipped, failed ones
+are asked again, and a half-written last line is dropped.
+
+The answers file is only ever one this module wrote: every line a JSON object with ``id``, ``question``,
+``answer`` and ``rounds`` (failures too), or an empty file. Anything else, the questions file above all,
+is refused untouched, as is a file answering other questions under the same ids.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import os
 import statistics
@@ -16,12 +24,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from m3agent.config import ControlConfig
-from m3agent.control import Controller, Question
+from m3agent.control import Answer, Controller, Question
 from m3agent.errors import M3AgentError
+from m3agent.memory.search import QueryError
+from m3agent.private import open_private
 
 
 class QuestionFileError(M3AgentError, ValueError):
     """A questions file that cannot be read as questions (the message names the line)."""
+
+
+class AnswersFileError(M3AgentError, ValueError):
+    """An answers file qa must not write into: the questions file, or a file it did not write."""
+
+
+class QAInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run_qa`, raised after every finished answer is saved; ``report`` says how many."""
+
+    def __init__(self, report: QAReport):
+        super().__init__()
+        self.report = report
+
+
+#: keys every line :func:`run_qa` writes carries; a file with other lines is not ours to rewrite
+ANSWER_KEYS = frozenset({"id", "question", "answer", "rounds"})
 
 
 @dataclass
@@ -52,79 +78,179 @@ class QAReport:
 def read_questions(path: str | Path) -> list[QAItem]:
     items: list[QAItem] = []
     seen: set[str] = set()
-    with open(path, encoding="utf-8") as fh:
-        for number, raw in enumerate(fh, 1):
-            line = raw.strip()
-            if not line:
-                continue
-            if line.startswith("{"):
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise QuestionFileError(f"{path}:{number}: not valid JSON: {exc}") from exc
-            else:
-                record = {"question": line}
-            text = record.pop("question", None)
-            if not isinstance(text, str) or not text.strip():
-                raise QuestionFileError(f"{path}:{number}: no \"question\" text")
-            qid = str(record.pop("id", record.pop("question_id", f"q{number}")))
-            if qid in seen:
-                raise QuestionFileError(f"{path}:{number}: duplicate id {qid!r}")
-            seen.add(qid)
-            before = record.pop("before_clip", None)
+    for number, raw in enumerate(io.StringIO(_read_text(path)), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("{"):
             try:
-                before = None if before is None else int(before)
-            except (TypeError, ValueError) as exc:
-                raise QuestionFileError(f"{path}:{number}: before_clip must be a clip number") from exc
-            items.append(QAItem(qid, Question(text.strip(), before, record.pop("video", None)), record))
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise QuestionFileError(f"{path}:{number}: not valid JSON: {exc}") from exc
+        else:
+            record = {"question": line}
+        text = record.pop("question", None)
+        if not isinstance(text, str) or not text.strip():
+            raise QuestionFileError(f"{path}:{number}: no \"question\" text")
+        qid = record.pop("id", record.pop("question_id", f"q{number}"))
+        if isinstance(qid, bool) or not isinstance(qid, str | int):
+            raise QuestionFileError(f"{path}:{number}: the id must be a string or a whole number (got {qid!r})")
+        qid = str(qid)
+        if qid in seen:
+            raise QuestionFileError(f"{path}:{number}: duplicate id {qid!r}")
+        seen.add(qid)
+        try:
+            question = Question(text.strip(), record.pop("before_clip", None), record.pop("video", None))
+        except QueryError as exc:
+            raise QuestionFileError(f"{path}:{number}: {exc}") from exc
+        if "answer" in record:  # a ground-truth answer is kept beside the model's, never overwritten by it
+            record["reference"] = record.pop("answer")
+        items.append(QAItem(qid, question, record))
     return items
 
 
+def _read_text(path: str | Path) -> str:
+    """The file as text: UTF-8 (a BOM is skipped) or UTF-16 with its BOM (Windows Notepad's "Unicode").
+    Another encoding or a binary file is an error naming the line, never a traceback or garbled questions."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise QuestionFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise QuestionFileError(f"{path}: not UTF-16 text after its UTF-16 mark: {exc.reason}") from exc
+    if b"\0" in data:  # text other than UTF-16 has none
+        line = data.count(b"\n", 0, data.index(b"\0")) + 1
+        raise QuestionFileError(f"{path}:{line}: NUL byte: not a text file of questions")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise QuestionFileError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save the "
+                                "questions as UTF-8") from exc
+
+
+def answers_path(questions: str | Path, out: str | Path | None = None) -> Path:
+    """Where the answers to ``questions`` go: ``out``, by default ``QUESTIONS.answers.jsonl`` beside them;
+    never the questions file itself, by whatever name (a relative path, a symlink, a hard link)."""
+    path = Path(out) if out else Path(os.path.splitext(questions)[0] + ".answers.jsonl")
+    if not path.parent.is_dir():
+        raise AnswersFileError(f"cannot write {path}: no folder {path.parent}")
+    try:
+        same = os.path.samefile(path, questions)
+    except OSError:  # one of them does not exist (yet)
+        same = False
+    if same:
+        raise AnswersFileError(f"{path} is the questions file {questions}: the answers would overwrite the "
+                               "questions; choose another --out")
+    return path
+
+
 def load_answers(path: str | Path) -> dict[str, dict]:
-    """The answers an earlier run wrote (without failures or a torn last line), rewritten in place."""
+    """The answers an earlier run wrote (without failures or a torn last line), rewritten in place.
+    The file is checked whole before it is rewritten: one line that is not ours and it is left untouched."""
     path = Path(path)
     if not path.exists():
         return {}
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise AnswersFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise AnswersFileError(f"{path} is not an answers file of m3agent qa (not UTF-8 text); "
+                               "choose another --out") from exc
+    lines = text.split("\n")  # the last one is "" after a complete line, else what a crash may have cut short
     done: dict[str, dict] = {}
-    with open(path, encoding="utf-8") as fh:
-        for raw in fh:
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and "id" in record and not record.get("error"):
-                done[str(record["id"])] = record
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for record in done.values():
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        record = _answer_record(line)
+        if record is None:
+            if number == len(lines) and line.startswith('{"id": '):
+                continue  # the torn last line of an interrupted write
+            raise AnswersFileError(f"{path}:{number} is not a line m3agent qa writes; it only adds answers to "
+                                   "a file of its own: choose another --out")
+        if not record.get("error"):
+            done[str(record["id"])] = record
+    if len(done) != len(lines) - 1 or lines[-1]:  # a failure, a blank or a torn line to drop
+        _rewrite(path, done.values())
     return done
+
+
+def answers_so_far(path: str | Path, items: list[QAItem]) -> dict[str, dict]:
+    """:func:`load_answers`, refusing a file that answers other questions under the ids of ``items`` (ids
+    such as ``q3`` are line numbers: another questions file has them too), whose answers would be skipped."""
+    done = load_answers(path)
+    for item in items:
+        earlier = done.get(item.id)
+        if earlier is not None and earlier.get("question") != item.question.text:
+            raise AnswersFileError(f"{path} answers another question under id {item.id!r} "
+                                   f"({earlier.get('question')!r}, not {item.question.text!r}); choose another --out")
+    return done
+
+
+def _answer_record(line: str) -> dict | None:
+    """The record on one line of an answers file, or None when it is not a line qa writes."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) and ANSWER_KEYS <= record.keys() else None
+
+
+def _rewrite(path: Path, records) -> None:
+    """Replace the answers file at once by ``records`` (through a symlink, the file it points at)."""
+    target = path.resolve()
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise AnswersFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def run_qa(controller: Controller, items: list[QAItem], out_path: str | Path, config: ControlConfig,
            on_done: Callable[[int], None] | None = None) -> QAReport:
-    done = load_answers(out_path)
+    """Answer ``items`` into ``out_path``, each answer saved (flushed and synced) as soon as it is done.
+    Ctrl-C raises :class:`QAInterrupted` once the answers finished so far are all on disk."""
+    done = answers_so_far(out_path, items)
     todo = [item for item in items if item.id not in done]
     report = QAReport(total=len(items), skipped=len(items) - len(todo), answered=0, failed=0)
     size = max(1, config.batch_size)
-    with open(out_path, "a", encoding="utf-8") as out:
-        for start in range(0, len(todo), size):
-            group = todo[start:start + size]
-            answers = controller.answer_many([item.question for item in group])
-            for item, answer in zip(group, answers):
-                record = {**item.extra, "id": item.id, "question": item.question.text,
-                          "before_clip": item.question.before_clip, "video": item.question.video,
-                          **answer.to_dict()}
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-                if answer.error:
-                    report.failed += 1
-                else:
-                    report.answered += 1
-                    report.seconds.append(answer.seconds)
-                    report.rounds.append(sum(1 for r in answer.rounds if r.by == "model"))
-            out.flush()
-            os.fsync(out.fileno())
-            if on_done:
-                on_done(len(group))
+    try:
+        out = open_private(out_path, "a", encoding="utf-8")  # answers quote what people said
+    except OSError as exc:
+        raise AnswersFileError(f"cannot write {out_path}: {exc.strerror or exc}") from exc
+    with out:
+        try:
+            for start in range(0, len(todo), size):
+                group = todo[start:start + size]
+                for index, answer in controller.iter_answers([item.question for item in group]):
+                    _save(out, group[index], answer, report)
+                    if on_done:
+                        on_done(1)
+        except KeyboardInterrupt as exc:
+            raise QAInterrupted(report) from exc
     return report
+
+
+def _save(out, item: QAItem, answer: Answer, report: QAReport) -> None:
+    """Write one answer for good (a crash after this loses none of it) and count it. ``id`` comes first,
+    which is how :func:`load_answers` tells a torn line of its own from a foreign one."""
+    record = {"id": item.id, **item.extra, "question": item.question.text,
+              "before_clip": item.question.before_clip, "video": item.question.video, **answer.to_dict()}
+    try:
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    except OSError as exc:
+        raise AnswersFileError(f"cannot write {out.name}: {exc.strerror or exc}") from exc
+    if answer.error:
+        report.failed += 1
+    else:
+        report.answered += 1
+        report.seconds.append(answer.seconds)
+        report.rounds.append(sum(1 for r in answer.rounds if r.by == "model"))

@@ -35,25 +35,39 @@ log = logging.getLogger(__name__)
 class MemorizeReport:
     video: str
     video_id: int
-    clips_total: int
+    clips_total: int  # the header's count; when the header gives no duration, the clips the streams held
     clips_done: int = 0
     clips_skipped: int = 0
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    truncated: bool = False
-    duration: float = 0.0
+    truncated: bool = False  # the file ends early (cut short or damaged): ``note`` says where
+    duration: float = 0.0  # the header's (0.0: it gives none)
+    media_seconds: float = 0.0  # video memorized by this run
+    ends_at: float | None = None  # where a truncated file's data ends (None: nothing readable was left)
+    note: str = ""  # one human-readable line on a truncated file
 
     @property
     def realtime_factor(self) -> float:
-        processed = self.duration * self.clips_done / max(self.clips_total, 1)
-        return processed / self.seconds if self.seconds > 0 else 0.0
+        return self.media_seconds / self.seconds if self.seconds > 0 else 0.0
+
+    def mark_truncated(self, ends_at: float | None, read_from: float) -> None:
+        """Say that the file ends at ``ends_at`` (None: nothing could be decoded from ``read_from`` on),
+        short of its header's duration or with a decode error, and how much of it memory holds."""
+        self.truncated, self.ends_at = True, ends_at
+        where = f"ends at {ends_at:.1f} s" if ends_at is not None else f"has nothing readable after {read_from:.1f} s"
+        of = f" of {self.duration:.1f} s" if self.duration > 0 else ""
+        self.note = (f"{where}{of} (truncated or damaged); memorized {self.clips_skipped + self.clips_done} of "
+                     f"{self.clips_total} clips")
 
     def to_dict(self) -> dict:
-        return {"video": self.video, "video_id": self.video_id, "clips_total": self.clips_total,
-                "clips_done": self.clips_done, "clips_skipped": self.clips_skipped,
-                "seconds": round(self.seconds, 3), "realtime_factor": round(self.realtime_factor, 2),
-                "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
-                "truncated": self.truncated}
+        out = {"video": self.video, "video_id": self.video_id, "clips_total": self.clips_total,
+               "clips_done": self.clips_done, "clips_skipped": self.clips_skipped,
+               "seconds": round(self.seconds, 3), "realtime_factor": round(self.realtime_factor, 2),
+               "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+               "truncated": self.truncated}
+        if self.truncated:
+            out.update(ends_at=round(self.ends_at, 3) if self.ends_at is not None else None, note=self.note)
+        return out
 
 
 class MemorizationInterrupted(KeyboardInterrupt):
@@ -90,14 +104,14 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
                                  meta={"width": info.width, "height": info.height, "fps": info.fps,
                                        "has_audio": info.has_audio})
     name = graph.resolve_video(video_id).name
-    n_clips = info.n_clips(pc.clip_seconds)
-    report = MemorizeReport(name, video_id, n_clips, duration=info.duration)
+    n_clips = info.n_clips(pc.clip_seconds)  # None: no duration in the header, the streams will tell
+    report = MemorizeReport(name, video_id, n_clips or 0, duration=info.duration)
     done = {c.id for c in graph.clips(video_id)}
     first = 0
     while first in done:
         first += 1
     report.clips_skipped = len(done)
-    if first >= n_clips:
+    if n_clips is not None and first >= n_clips:
         return report
     face_bank = perceiver.face_bank(graph.entity_snapshots(NodeKind.FACE, video_id))
     voice_bank = perceiver.voice_bank(graph.entity_snapshots(NodeKind.VOICE, video_id))
@@ -109,8 +123,9 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
         bar = tqdm(total=n_clips, initial=first, unit="clip", desc=name[:30], dynamic_ncols=True)
     started = time.perf_counter()
     try:
-        clips = prefetch(iter_clips(path, pc.clip_seconds, pc.fps, start_clip=first, max_side=pc.max_side,
-                                    info=info, decoder=pc.decoder))
+        stream = iter_clips(path, pc.clip_seconds, pc.fps, start_clip=first, max_side=pc.max_side, info=info,
+                            decoder=pc.decoder)
+        clips = prefetch(stream)
         while True:
             t0 = time.perf_counter()
             clip = next(clips, None)
@@ -127,7 +142,7 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
             for key, value in stages.items():
                 report.stage_seconds[key] = report.stage_seconds.get(key, 0.0) + value
             report.clips_done += 1
-            report.truncated = report.truncated or clip.truncated
+            report.media_seconds += clip.duration
             if log_file:
                 try:
                     log_file.write(json.dumps({"video": name, "clip": clip.index, "start": clip.start, "end": clip.end,
@@ -141,6 +156,12 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
                     log_file = None
             if bar:
                 bar.update(1)
+        if n_clips is None:  # the streams have ended: now the count and the duration are known
+            report.clips_total = max(first, stream.next_index)
+            if stream.end:
+                graph.add_video(name, duration=stream.end, clip_seconds=pc.clip_seconds)
+        if stream.truncated:
+            report.mark_truncated(stream.end, first * pc.clip_seconds)
     except KeyboardInterrupt as exc:
         raise MemorizationInterrupted(report) from exc
     finally:

@@ -13,6 +13,7 @@ characters, an embed function and the settings), never through the graph facade 
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,13 +21,46 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from m3agent.config import SearchConfig
+from m3agent.errors import M3AgentError
 from m3agent.memory.characters import CharacterMap, Characters
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.tags import is_equivalence
 from m3agent.memory.vectors import TextVectors
-from m3agent.memory.visibility import node_visible
+from m3agent.memory.visibility import NEVER, node_visible
 
 CHARACTER_ID_QUERY = re.compile(r"\bcharacter[\s_-]*ids?\b", re.IGNORECASE)
+
+
+class QueryError(M3AgentError, ValueError):
+    """A search or question that could only find nothing: empty text, or a ``before_clip`` that is no clip."""
+
+
+def check_query(query: str) -> str:
+    """``query`` with its whitespace normalized; an empty one is an error (it could only find nothing)."""
+    query = " ".join(str(query).split())
+    if not query:
+        raise QueryError("the search query is empty")
+    return query
+
+
+def check_before_clip(value: object) -> int | None:
+    """``before_clip`` as a clip number >= 0, or None (no cut-off); the one rule for the CLI, question files
+    and the library. Whole numbers are accepted as ``3``, ``3.0`` or ``"3"``; a bool, a fraction, a negative
+    number, NaN or infinity is an error rather than an empty result. A number past any clip a DB can hold
+    means what it says: every clip, the same as None."""
+    if value is None:
+        return None
+    number = value
+    if isinstance(value, str):
+        try:
+            number = int(value)
+        except ValueError:
+            pass
+    if isinstance(number, float) and number.is_integer():
+        number = int(number)
+    if isinstance(number, bool) or not isinstance(number, numbers.Integral) or number < 0:
+        raise QueryError(f"before_clip must be a clip number >= 0 (got {value!r})")
+    return None if number >= NEVER else int(number)
 
 
 @dataclass(frozen=True)
@@ -94,6 +128,7 @@ def search_memory(ctx: SearchContext, query: str, *, video: int | str | None = N
                   seen: SeenClips | None = None) -> SearchResult:
     cfg, store = ctx.config, ctx.store
     query = " ".join(str(query).split())
+    before_clip = check_before_clip(before_clip)
     videos = store.videos()
     if all_videos:
         scope = [v.id for v in videos]

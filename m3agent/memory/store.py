@@ -33,7 +33,7 @@ from m3agent.memory.errors import (
     SchemaVersionError,
 )
 from m3agent.memory.model import Clip, NodeKind, TextNode, Video, VoiceSegment
-from m3agent.private import touch_private
+from m3agent.private import private_dir, touch_private
 
 APP_ID = "m3agent"
 SCHEMA_VERSION = 1
@@ -116,6 +116,22 @@ def store_error(path: Path, exc: BaseException) -> MemoryStoreError:
     if name.startswith("SQLITE_IOERR") or isinstance(exc, OSError):
         return MemoryStoreError(f"{path}: I/O error: {text}")
     return MemoryStoreError(f"{path}: {text}")
+
+
+@contextmanager
+def writing(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the writer lock of the DB at ``path`` for a block, before the DB is opened: a job that loads
+    models first then fails at once, not after the loading (see :mod:`m3agent.memory.locks`)."""
+    path = Path(path)
+    try:
+        private_dir(path.parent)
+        key = locks.acquire(path)
+    except OSError as exc:
+        raise store_error(path, exc) from exc
+    try:
+        yield
+    finally:
+        locks.release(key)
 
 
 def _speaks_for_its_file(cls):

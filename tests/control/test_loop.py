@@ -178,3 +178,61 @@ def test_transient_failures_are_retried_then_reported(kitchen):
     down = ScriptedChat([TransientChatError("connection refused")], retries=1)
     answer = Controller(kitchen, down).answer_many([Question("Who opens the fridge?")])[0]
     assert "gave up after 2 attempts" in answer.error and len(down.calls) == 2
+
+
+def test_answers_come_out_one_by_one_as_they_finish(kitchen):
+    events = []
+
+    def reply(messages):
+        events.append(("ask", messages[0]["content"].rsplit("Question: ", 1)[1].strip(), len(messages)))
+        if "fridge" in messages[0]["content"] or len(messages) > 2:
+            return "Action: [Answer]\nContent: Alice"
+        return "Action: [Search]\nContent: pasta"
+
+    questions = [Question("Who cooks pasta?"), Question("Who opens the fridge?"), Question("Who?", video="nope")]
+    for index, answer in Controller(kitchen, ScriptedChat(reply)).iter_answers(questions):
+        events.append(("done", index, answer.answer or answer.error))
+    assert events[0] == ("done", 2, "no video 'nope' in " + str(kitchen.store.path))  # failed before any round
+    assert events[1:] == [("ask", "Who cooks pasta?", 2), ("ask", "Who opens the fridge?", 2),
+                          ("done", 1, "Alice"),  # saved before round 2 goes out
+                          ("ask", "Who cooks pasta?", 4), ("done", 0, "Alice")]
+
+
+def test_questions_that_cannot_be_answered_fail_before_any_model_call(kitchen):
+    from m3agent.control import EmptyMemoryError
+    from m3agent.memory.search import QueryError
+
+    for text in ("", "  \n"):
+        with pytest.raises(QueryError, match="the question is empty"):
+            Question(text)
+    with pytest.raises(QueryError, match=r"before_clip must be a clip number >= 0 \(got -1\)"):
+        Question("Who?", before_clip=-1)
+    chat = ScriptedChat(["Action: [Answer]\nContent: made up"])
+    with pytest.raises(QueryError, match="before_clip"):
+        Controller(kitchen, chat).answer("Who?", before_clip=-3)
+    kitchen.add_video("empty")  # memorization never got to its first clip
+    with pytest.raises(EmptyMemoryError, match="no clip of video 'empty'"):
+        Controller(kitchen, chat).answer("Who cooks?", video="empty")
+    answer = Controller(kitchen, chat).answer_many([Question("Who cooks?", video="empty")])[0]
+    assert "no clip of video 'empty'" in answer.error and answer.answer == ""
+    assert chat.calls == []
+
+
+def test_before_clip_past_the_last_clip_sees_all_clips_and_negative_is_an_error(kitchen):
+    from m3agent.memory.search import QueryError, check_query
+
+    def clips(**kw):
+        return [c.id for c in kitchen.search("cooks pasta in the kitchen", threshold=0.05, top_k=4, **kw).clips]
+
+    everything = clips()
+    assert everything and 3 in everything
+    for beyond in (3, 1000, 2**31, 10**30):
+        assert clips(before_clip=beyond) == everything, beyond
+    with pytest.raises(QueryError, match="before_clip"):
+        clips(before_clip=-1)
+    for query in ("", "   "):
+        with pytest.raises(QueryError, match="the search query is empty"):
+            check_query(query)  # the CLI's rule; the library still answers an empty query with no clips
+    chat = ScriptedChat(["Action: [Answer]\nContent: Bob"])
+    answer = Controller(kitchen, chat).answer("Who cooks pasta in the kitchen?", before_clip=10**30)
+    assert 3 in answer.rounds[0].clips  # the seed search saw the last clip
