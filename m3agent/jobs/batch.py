@@ -46,6 +46,7 @@ class JobStatus:
     seconds: float = 0.0
     realtime_factor: float = 0.0
     error: str = ""
+    note: str = ""  # e.g. the file ends early (truncated): what was readable is memorized
 
 
 def _safe_name(path: str) -> str:
@@ -106,6 +107,7 @@ def memorize_job(job: VideoJob, config: Config, retries: int = 1) -> JobStatus:
     from m3agent.factory import open_memory
     from m3agent.media import MediaError
     from m3agent.memorize import memorize_video
+    from m3agent.memory.writer import VideoMismatchError
 
     status = JobStatus(job.video, job.name, job.db, "failed")
     for attempt in range(1, retries + 2):
@@ -119,9 +121,9 @@ def memorize_job(job: VideoJob, config: Config, retries: int = 1) -> JobStatus:
             status.seconds, status.realtime_factor = report.seconds, report.realtime_factor
             status.status = "skipped" if report.clips_done == 0 and report.clips_skipped == report.clips_total \
                 else "done"
-            status.error = ""
+            status.error, status.note = "", report.note
             return status
-        except MediaError as exc:  # a bad file does not get better by retrying
+        except (MediaError, VideoMismatchError) as exc:  # a bad file, or another video's name: retrying won't help
             status.error = str(exc)
             return status
         except Exception as exc:
@@ -201,11 +203,11 @@ def summary_table(results: list[JobStatus]) -> str:
     from rich.table import Table
 
     table = Table(title="memorize-batch")
-    for column in ("video", "status", "clips", "tries", "seconds", "x real time", "error"):
+    for column in ("video", "status", "clips", "tries", "seconds", "x real time", "error or note"):
         table.add_column(column)
     for r in results:
         table.add_row(r.name, r.status, f"{r.clips_done}/{r.clips_total}", str(r.attempts), f"{r.seconds:.1f}",
-                      f"{r.realtime_factor:.1f}", r.error[:80])
+                      f"{r.realtime_factor:.1f}", (r.error or r.note)[:80])
     buffer = io.StringIO()
     Console(file=buffer, width=140, color_system=None).print(table)
     return buffer.getvalue()

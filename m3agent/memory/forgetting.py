@@ -126,7 +126,7 @@ def find_on_disk(files: Iterable[Path], needles: Sequence[bytes]) -> dict[bytes,
 def wait_for_checkpoint(store: SQLiteStore, wait: float, what: str) -> None:
     """Empty the WAL into the main file, retrying while readers hold old snapshots, up to ``wait`` s."""
     deadline = time.monotonic() + max(0.0, wait)
-    while not store.checkpoint():
+    while not store.checkpoint(timeout=min(1.0, max(0.0, deadline - time.monotonic()))):
         if time.monotonic() >= deadline:
             raise DatabaseBusyError(
                 f"{store.path} is being read by another process, which keeps old pages in {store.path}-wal; "

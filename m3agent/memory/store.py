@@ -38,6 +38,7 @@ from m3agent.private import private_dir, touch_private
 APP_ID = "m3agent"
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another connection's lock
 PAGE_SIZE = 8192  # five 384-d float32 vectors per page: ~1.6 KiB per vector on disk
 
 _SCHEMA = """
@@ -184,7 +185,7 @@ class SQLiteStore:
                 if fresh:
                     touch_private(self.path)  # SQLite gives the WAL and its index the DB file's mode
                 self.conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-            self.conn.execute("PRAGMA busy_timeout = 10000")
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if not fresh:
                 self._check_identity()  # before anything is changed: another application's file stays as it is
             if not readonly:
@@ -320,11 +321,15 @@ class SQLiteStore:
                                 f"rest ({usual // 4}-d): nodes {odd[:10]}")
         return problems
 
-    def checkpoint(self) -> bool:
-        """Copy the WAL into the main file and empty it. False while another connection still reads
-        an older snapshot (its pages must stay in the WAL until it finishes)."""
+    def checkpoint(self, timeout: float = 10.0) -> bool:
+        """Copy the WAL into the main file and empty it, waiting up to ``timeout`` s for readers. False
+        while another connection still reads an older snapshot (its pages must stay in the WAL)."""
         with self._lock:
-            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            self.conn.execute(f"PRAGMA busy_timeout = {max(0, int(timeout * 1000))}")
+            try:
+                busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         wal = Path(f"{self.path}-wal")
         return busy == 0 and (not wal.exists() or wal.stat().st_size == 0)
 
