@@ -26,7 +26,7 @@ MAX_NEEDLES = 96
 
 
 class ForgetIncompleteError(MemoryStoreError):
-    """The rows are deleted but copies may remain on disk (a reader held old pages, or a check failed)."""
+    """The rows are deleted and scrubbed, but another file beside the DB (a copy, a backup) still holds some."""
 
 
 @dataclass

@@ -401,8 +401,9 @@ class MemoryWriter:
         leftovers = verify_gone(store, plan.needles)
         if leftovers:
             raise ForgetIncompleteError(
-                f"the memory no longer holds them, but {', '.join(leftovers)} beside {store.path} still contain "
-                "some of the removed data; run the same command again once no other process uses the DB")
+                f"the memory no longer holds them, but files beside {store.path} still contain some of the removed "
+                f"data: {', '.join(leftovers)} (copies or backups of the DB?); delete them, or they keep what was "
+                "forgotten")
         return plan
 
     def finish_scrub(self, wait: float = 0.0) -> None:

@@ -11,7 +11,13 @@ import pytest
 from m3agent.config import IndexConfig, MemoryConfig
 from m3agent.memory import MemoryGraph, UnknownEntityError
 from m3agent.memory.errors import DatabaseBusyError, DiskFullError
-from m3agent.memory.forgetting import SCRUB_PENDING, files_beside, find_on_disk, name_pattern
+from m3agent.memory.forgetting import (
+    SCRUB_PENDING,
+    ForgetIncompleteError,
+    files_beside,
+    find_on_disk,
+    name_pattern,
+)
 from m3agent.memory.store import SQLiteStore
 from tests.conftest import rand_vec
 
@@ -152,3 +158,14 @@ def test_an_interrupted_scrub_is_finished_by_the_next_writer(kitchen, db_path, e
     kitchen.close()
     with MemoryGraph.open(db_path, embedder=embedder) as graph:
         assert SCRUB_PENDING not in graph.store.meta()
+
+
+def test_a_copy_beside_the_db_is_named_not_silently_kept(kitchen, db_path):
+    kitchen.store.checkpoint()
+    backup = db_path.with_name(db_path.name + ".bak")
+    backup.write_bytes(db_path.read_bytes())
+    with pytest.raises(ForgetIncompleteError, match=r"memory.db.bak \(copies or backups of the DB\?\)"):
+        kitchen.forget(kitchen.video, f"character_{kitchen.ids['alice_face']}")
+    backup.unlink()
+    kitchen.close()
+    assert leftovers(db_path) == {}  # the DB itself was scrubbed
