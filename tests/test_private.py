@@ -32,7 +32,7 @@ def test_new_db_its_wal_index_and_lock_are_0600_in_0700_folders(tmp_path, embedd
 
 
 def test_existing_files_and_folders_keep_their_mode(tmp_path):
-    folder = tmp_path / "shared"
+    folder = tmp_path / "team"
     folder.mkdir(mode=0o755)
     folder.chmod(0o755)
     private_dir(folder)

@@ -68,6 +68,16 @@ WRITER = textwrap.dedent("""
 """)
 
 
+def sqlite_file(path, *statements):
+    """An SQLite file another application wrote (rollback journal, its own tables)."""
+    conn = sqlite3.connect(path)
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    return path
+
+
 def test_readers_see_whole_clips_while_a_writer_writes(db_path, embedder):
     MemoryGraph.open(db_path, embedder=embedder).close()
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db_path), "40"])
@@ -148,12 +158,8 @@ def test_missing_empty_garbage_truncated_foreign_and_newer_files(tmp_path, kitch
     truncated.write_bytes(data[:100] + b"\x00" * 50)
     with pytest.raises(CorruptDatabaseError):
         MemoryGraph.open(truncated).export()
-    foreign = tmp_path / "foreign.db"
-    conn = sqlite3.connect(foreign)
-    conn.execute("CREATE TABLE meta (key TEXT, value TEXT)")
-    conn.execute("INSERT INTO meta VALUES ('app', 'someone-else')")
-    conn.commit()
-    conn.close()
+    foreign = sqlite_file(tmp_path / "foreign.db", "CREATE TABLE meta (key TEXT, value TEXT)",
+                          "INSERT INTO meta VALUES ('app', 'someone-else')")
     with pytest.raises(ForeignDatabaseError):
         SQLiteStore(foreign)
     conn = sqlite3.connect(db_path)
@@ -246,12 +252,8 @@ def test_sqlite_errors_name_the_file_and_the_cause(tmp_path):
 
 
 def test_another_applications_sqlite_file_is_refused_unchanged(tmp_path):
-    foreign = tmp_path / "other.db"
-    conn = sqlite3.connect(foreign)
-    conn.execute("CREATE TABLE contacts (name TEXT)")
-    conn.execute("INSERT INTO contacts VALUES ('Ann')")
-    conn.commit()
-    conn.close()
+    foreign = sqlite_file(tmp_path / "other.db", "CREATE TABLE contacts (name TEXT)",
+                          "INSERT INTO contacts VALUES ('Ann')")
     before = foreign.read_bytes()
     with pytest.raises(ForeignDatabaseError):
         SQLiteStore(foreign)
