@@ -222,6 +222,74 @@ def cmd_qa(args, config: Config) -> int:
     return 0 if report.failed == 0 else 1
 
 
+def cmd_bench_m3(args, config: Config) -> int:
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from m3agent import factory
+    from m3agent.config import ConfigError
+    from m3agent.eval.annotations import read_annotations
+    from m3agent.jobs.bench import BenchInterrupted, BenchSetup, results_path, run_bench
+
+    items = read_annotations(args.annotations, fmt=args.format, evidence=args.evidence,
+                             clip_seconds=config.memorize.perception.clip_seconds)
+    if args.limit is not None:
+        if args.limit < 1:
+            raise ConfigError(f"--limit must be >= 1 (got {args.limit})")
+        items = items[:args.limit]
+    if not items:
+        print(f"m3agent bench m3: error: {args.annotations} holds no question", file=sys.stderr)
+        return EXIT_USAGE
+    for flag, folder in (("--memories", args.memories), ("--videos", args.videos)):
+        if folder is not None and not Path(folder).is_dir():
+            raise ConfigError(f"{flag} {folder} is not a folder")
+    out = Path(args.out)
+    if results_path(out).resolve() == Path(args.annotations).resolve():
+        raise ConfigError(f"--out {out} would write over the annotations {args.annotations}")
+    bar = tqdm(total=len(items), unit="question", disable=args.quiet)
+    setup = BenchSetup(memories=Path(args.memories), out=out, config=config,
+                       chat=lambda: factory.build_chat(config.control.chat),
+                       judge=lambda: factory.build_judge(config.bench.judge),
+                       judge_label=factory.judge_label(config.bench.judge),
+                       videos=Path(args.videos) if args.videos else None, progress=bar.update,
+                       notice=lambda text: bar.write(text) if not args.quiet else None)
+    context = _bench_context(args, config)
+    try:
+        summary = run_bench(items, setup, benchmark=args.title or Path(args.annotations).name, context=context)
+    except BenchInterrupted as stop:
+        bar.close()
+        print(f"interrupted: {stop.saved} results saved in {results_path(out)}; run the same command to resume",
+              file=sys.stderr)
+        return 130
+    bar.close()
+    if args.json:
+        _print_json(summary.to_dict())
+    overall = summary.overall
+    print(f"accuracy {100 * overall.accuracy:.1f}% ({overall.correct}/{overall.total}); {overall.answered} answered, "
+          f"{overall.total - overall.answered} not answered; report: {out / 'report.md'}")
+    return 0
+
+
+def _bench_context(args, config: Config) -> dict[str, str]:
+    """What produced the numbers, written at the top of the report."""
+    import datetime
+    import platform
+
+    from m3agent.factory import chat_backend
+
+    chat = config.control.chat
+    model = chat.model or ("bundled SmolLM2-135M-Instruct" if chat.backend in ("", "auto") else "(server default)")
+    search = config.memory.search
+    return {"command": "m3agent " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["bench"] else "m3agent bench m3",
+            "annotations": str(args.annotations), "memories": str(args.memories),
+            "control model": f"{chat_backend(chat.backend)}: {model}",
+            "control": f"{config.control.max_rounds} rounds, seed search {config.control.seed_search}, "
+                       f"search top {search.top_k} clips, threshold {search.threshold if search.threshold is not None else 'embedder default'}",
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            "date": datetime.date.today().isoformat()}
+
+
 def cmd_demo(args, config: Config) -> int:
     from m3agent.jobs.demo import run_demo
 
@@ -308,6 +376,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--question", action="append", default=[], help="ask this instead (repeatable)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("bench", help="benchmarks: answer, judge and report (resumable)")
+    bench = p.add_subparsers(dest="bench", required=True)
+    p = bench.add_parser("m3", help="M3-Bench (robot.json, web.json) or VideoMME-style multiple choice")
+    p.add_argument("--annotations", required=True, help="M3-Bench JSON, or VideoMME JSON / JSON lines / Parquet")
+    p.add_argument("--memories", required=True, help="folder of memories: VIDEO.db, or M3-Agent's VIDEO.pkl")
+    p.add_argument("--out", required=True, help="folder for results.jsonl, report.md, summary.json and the plot")
+    p.add_argument("--videos", default=None, help="folder of videos: one without a memory is memorized first")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--format", default="auto", choices=["auto", "m3bench", "videomme"])
+    p.add_argument("--evidence", default=None, help="JSON {question_id: [clip, ...]} (default: NAME.evidence.json beside)")
+    p.add_argument("--title", default=None, help="the report's title (default: the annotation file's name)")
+    p.add_argument("--json", action="store_true", help="also print the summary as JSON")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_bench_m3)
 
     p = sub.add_parser("forget", help="remove a person: their faces, voice, lines, and what others said of them")
     p.add_argument("db")

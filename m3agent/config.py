@@ -134,11 +134,30 @@ class ControlConfig:
 
 
 @dataclass(frozen=True)
+class JudgeConfig:
+    """Who decides whether an answer is right. ``offline`` (normalized containment or token F1, no model:
+    for CI, and not the paper's judge) or ``chat``: M3-Agent's yes/no question "can the ground truth be
+    inferred from the answer?" put to ``chat`` at temperature 0 (the paper used GPT-4o)."""
+
+    backend: str = "offline"
+    retries: int = 2  # further asks after a reply that is neither yes nor no
+    f1: float = 0.5  # offline: token F1 at or above this counts as right
+    chat: ChatConfig = field(default_factory=ChatConfig)
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    workers: int = 1  # videos answered at once (their questions share the control backend)
+
+
+@dataclass(frozen=True)
 class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     memorize: MemorizeConfig = field(default_factory=MemorizeConfig)
     control: ControlConfig = field(default_factory=ControlConfig)
+    bench: BenchConfig = field(default_factory=BenchConfig)
 
 
 class ConfigError(M3AgentError, ValueError):
@@ -266,9 +285,11 @@ _POSITIVE = {
     PerceptionConfig: {"clip_seconds", "fps", "max_side"},
     ChatConfig: {"timeout", "concurrency", "context", "tensor_parallel", "gpu_memory"},
     ControlConfig: {"max_rounds", "max_tokens", "batch_size"},
+    BenchConfig: {"workers"},
 }
 _SIGNED = {SearchConfig: {"threshold"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"seed"}}
-_AT_MOST_ONE = {IndexConfig: {"target_recall"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"gpu_memory"}}
+_AT_MOST_ONE = {IndexConfig: {"target_recall"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"gpu_memory"},
+                JudgeConfig: {"f1"}}
 
 
 def _check_numbers(settings: Any, prefix: str = "") -> None:
@@ -305,7 +326,10 @@ def validate(config: Config) -> None:
              ("face", pc.face_backend, "memorize.perception.face_backend"),
              ("memorizer", mc.memorizer, "memorize.memorizer"),
              ("chat", mc.chat.backend, "memorize.chat.backend"),
-             ("chat", config.control.chat.backend, "control.chat.backend")]
+             ("chat", config.control.chat.backend, "control.chat.backend"),
+             ("judge", config.bench.judge.backend, "bench.judge.backend")]
+    if config.bench.judge.backend == "chat":
+        named.append(("chat", config.bench.judge.chat.backend, "bench.judge.chat.backend"))
     if pc.voice_backend:
         named.append(("voice", pc.voice_backend, "memorize.perception.voice_backend"))
     if pc.asr_backend:

@@ -15,10 +15,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from m3agent import registry
-from m3agent.config import ChatConfig, Config, EmbedderConfig, MemorizeConfig, PerceptionConfig
+from m3agent.config import (
+    ChatConfig,
+    Config,
+    EmbedderConfig,
+    JudgeConfig,
+    MemorizeConfig,
+    PerceptionConfig,
+)
 
 if TYPE_CHECKING:
     from m3agent.control import Controller
+    from m3agent.eval.judge import Judge
     from m3agent.memorize.base import Memorizer
     from m3agent.memory.graph import MemoryGraph
     from m3agent.models.embed.base import TextEmbedder
@@ -94,3 +102,12 @@ def build_controller(memory: MemoryGraph, config: Config, chat: ChatModel | None
     from m3agent.control import Controller
 
     return Controller(memory, chat if chat is not None else build_chat(config.control.chat), config.control)
+
+
+def build_judge(config: JudgeConfig) -> Judge:
+    return _build("judge", config.backend, config, {"chat": lambda: build_chat(config.chat)})
+
+
+def judge_label(config: JudgeConfig) -> str:
+    """How results and reports name the judge, without loading its model."""
+    return registry.load_class("judge", config.backend).describe(config)

@@ -35,6 +35,10 @@ _BACKENDS: dict[str, dict[str, str]] = {
         "llamacpp": "m3agent.models.llm.llamacpp:LlamaCppChat",
         "scripted": "m3agent.models.llm.scripted:ScriptedChat",
     },
+    "judge": {
+        "offline": "m3agent.eval.judge:OfflineJudge",
+        "chat": "m3agent.eval.judge:ChatJudge",
+    },
 }
 
 #: names that stand for a registered backend chosen at run time (see m3agent.factory)

@@ -27,14 +27,14 @@ from m3agent.config import ControlConfig
 from m3agent.control import Answer, Controller, Question
 from m3agent.errors import M3AgentError
 from m3agent.memory.search import QueryError
-from m3agent.private import open_private
+from m3agent.resumable import Appender, ResultsFile, ResultsFileError
 
 
 class QuestionFileError(M3AgentError, ValueError):
     """A questions file that cannot be read as questions (the message names the line)."""
 
 
-class AnswersFileError(M3AgentError, ValueError):
+class AnswersFileError(ResultsFileError):
     """An answers file qa must not write into: the questions file, or a file it did not write."""
 
 
@@ -148,35 +148,14 @@ def answers_path(questions: str | Path, out: str | Path | None = None) -> Path:
     return path
 
 
+def _answers_file(path: str | Path) -> ResultsFile:
+    return ResultsFile(path, ANSWER_KEYS, "m3agent qa", AnswersFileError)
+
+
 def load_answers(path: str | Path) -> dict[str, dict]:
     """The answers an earlier run wrote (without failures or a torn last line), rewritten in place.
     The file is checked whole before it is rewritten: one line that is not ours and it is left untouched."""
-    path = Path(path)
-    if not path.exists():
-        return {}
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise AnswersFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise AnswersFileError(f"{path} is not an answers file of m3agent qa (not UTF-8 text); "
-                               "choose another --out") from exc
-    lines = text.split("\n")  # the last one is "" after a complete line, else what a crash may have cut short
-    done: dict[str, dict] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        record = _answer_record(line)
-        if record is None:
-            if number == len(lines) and line.startswith('{"id": '):
-                continue  # the torn last line of an interrupted write
-            raise AnswersFileError(f"{path}:{number} is not a line m3agent qa writes; it only adds answers to "
-                                   "a file of its own: choose another --out")
-        if not record.get("error"):
-            done[str(record["id"])] = record
-    if len(done) != len(lines) - 1 or lines[-1]:  # a failure, a blank or a torn line to drop
-        _rewrite(path, done.values())
-    return done
+    return _answers_file(path).load(keep=lambda record: not record.get("error"))
 
 
 def answers_so_far(path: str | Path, items: list[QAItem]) -> dict[str, dict]:
@@ -191,27 +170,6 @@ def answers_so_far(path: str | Path, items: list[QAItem]) -> dict[str, dict]:
     return done
 
 
-def _answer_record(line: str) -> dict | None:
-    """The record on one line of an answers file, or None when it is not a line qa writes."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return record if isinstance(record, dict) and ANSWER_KEYS <= record.keys() else None
-
-
-def _rewrite(path: Path, records) -> None:
-    """Replace the answers file at once by ``records`` (through a symlink, the file it points at)."""
-    target = path.resolve()
-    tmp = target.with_name(target.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise AnswersFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
-
-
 def run_qa(controller: Controller, items: list[QAItem], out_path: str | Path, config: ControlConfig,
            on_done: Callable[[int], None] | None = None) -> QAReport:
     """Answer ``items`` into ``out_path``, each answer saved (flushed and synced) as soon as it is done.
@@ -220,11 +178,7 @@ def run_qa(controller: Controller, items: list[QAItem], out_path: str | Path, co
     todo = [item for item in items if item.id not in done]
     report = QAReport(total=len(items), skipped=len(items) - len(todo), answered=0, failed=0)
     size = max(1, config.batch_size)
-    try:
-        out = open_private(out_path, "a", encoding="utf-8")  # answers quote what people said
-    except OSError as exc:
-        raise AnswersFileError(f"cannot write {out_path}: {exc.strerror or exc}") from exc
-    with out:
+    with _answers_file(out_path).appender() as out:
         try:
             for start in range(0, len(todo), size):
                 group = todo[start:start + size]
@@ -237,17 +191,11 @@ def run_qa(controller: Controller, items: list[QAItem], out_path: str | Path, co
     return report
 
 
-def _save(out, item: QAItem, answer: Answer, report: QAReport) -> None:
+def _save(out: Appender, item: QAItem, answer: Answer, report: QAReport) -> None:
     """Write one answer for good (a crash after this loses none of it) and count it. ``id`` comes first,
     which is how :func:`load_answers` tells a torn line of its own from a foreign one."""
-    record = {"id": item.id, **item.extra, "question": item.question.text,
-              "before_clip": item.question.before_clip, "video": item.question.video, **answer.to_dict()}
-    try:
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    except OSError as exc:
-        raise AnswersFileError(f"cannot write {out.name}: {exc.strerror or exc}") from exc
+    out.write({"id": item.id, **item.extra, "question": item.question.text,
+               "before_clip": item.question.before_clip, "video": item.question.video, **answer.to_dict()})
     if answer.error:
         report.failed += 1
     else:

@@ -1,0 +1,309 @@
+"""``m3agent bench m3``: every question of a benchmark through the control process, judged, into a report.
+
+For each video: find its memory (our DB, an M3-Agent pickle converted once, or the video memorized first;
+:mod:`m3agent.eval.memories`), answer its questions through the control loop ``control.batch_size`` at a
+time (several videos at once with ``bench.workers``), and judge them. Every question gets one line in
+``results.jsonl`` the moment it is answered (then again once judged), so a killed run loses nothing: a
+re-run skips judged questions, judges answered ones again whose verdict is missing (or came from another
+judge), and asks failed ones again. A question that cannot be answered (no memory, a corrupt one, a bad
+annotation, a failing model or judge) gets its reason, and the run goes on. Models load only when a
+question needs them, so a run with no memories at all finishes at once with every reason written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from m3agent.config import Config
+from m3agent.errors import M3AgentError
+from m3agent.eval.annotations import BenchItem
+from m3agent.eval.judge import Judge, Verdict, choice_prompt, score_choice
+from m3agent.eval.memories import MemoryPlan, plan_memory
+from m3agent.eval.report import Summary, write_report
+from m3agent.media.fingerprint import content_fingerprint
+from m3agent.private import open_private, private_dir
+from m3agent.resumable import Appender, ResultsFile
+
+log = logging.getLogger(__name__)
+
+RESULT_KEYS = frozenset({"id", "video", "question", "verdict"})
+RESULTS_NAME = "results.jsonl"
+
+
+class BenchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run_bench`, raised once every finished result is on disk."""
+
+    def __init__(self, saved: int):
+        super().__init__()
+        self.saved = saved
+
+
+@dataclass
+class BenchSetup:
+    """What the run reads and where it writes; the models are built on first need by the two factories."""
+
+    memories: Path
+    out: Path
+    config: Config
+    chat: Callable[[], object]  # -> ChatModel (the control model)
+    judge: Callable[[], Judge]
+    judge_label: str  # the judge's label, known without building it (see m3agent.factory.judge_label)
+    videos: Path | None = None
+    progress: Callable[[int], None] | None = None
+    notice: Callable[[str], None] = lambda text: log.info("%s", text)
+    _built: dict = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, name: str):
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = getattr(self, name)()
+            return self._built[name]
+
+
+def results_path(out: str | Path) -> Path:
+    return Path(out) / RESULTS_NAME
+
+
+def load_results(out: str | Path) -> dict[str, dict]:
+    return ResultsFile(results_path(out), RESULT_KEYS, "m3agent bench").load()
+
+
+def status(record: dict | None, judge_label: str | None) -> str:
+    """``done`` (judged by this judge), ``judge`` (answered, no verdict from it yet) or ``ask``."""
+    if record is None or record.get("error") or record.get("answer") is None:
+        return "ask"
+    verdict = record.get("verdict") or {}
+    if verdict.get("correct") is None or (judge_label is not None and verdict.get("judge") != judge_label):
+        return "judge"
+    return "done"
+
+
+def run_bench(items: Sequence[BenchItem], setup: BenchSetup, *, benchmark: str = "M3-Bench",
+              context: dict[str, str] | None = None) -> Summary:
+    """Answer, judge and report ``items``; returns the summary written to ``setup.out``."""
+    private_dir(setup.out)
+    results = ResultsFile(results_path(setup.out), RESULT_KEYS, "m3agent bench")
+    earlier = results.load()
+    by_video: dict[str, list[BenchItem]] = {}
+    for item in items:
+        by_video.setdefault(item.video, []).append(item)
+    todo = {video: [i for i in group if status(earlier.get(i.id), _label(i, setup.judge_label)) != "done"]
+            for video, group in by_video.items()}
+    if setup.progress:
+        setup.progress(sum(len(group) for group in by_video.values()) - sum(len(g) for g in todo.values()))
+    with results.appender() as out:
+        writer = _Writer(out, setup.progress)
+        stop = threading.Event()
+        work = [(video, group) for video, group in todo.items() if group]
+        try:
+            if setup.config.bench.workers <= 1:
+                for video, group in work:
+                    _video(video, group, earlier, setup, writer, stop)
+            else:
+                with ThreadPoolExecutor(setup.config.bench.workers) as pool:
+                    futures = [pool.submit(_video, video, group, earlier, setup, writer, stop) for video, group in work]
+                    for future in futures:
+                        future.result()
+        except KeyboardInterrupt as exc:
+            stop.set()
+            raise BenchInterrupted(writer.count) from exc
+    final = results.load()
+    records = [final[item.id] for item in items if item.id in final]
+    choice = any(i.multiple_choice for i in items)
+    judge_text = "the chosen letter against the key (no judge model)" if choice else setup.judge_label
+    if choice and not all(i.multiple_choice for i in items):
+        judge_text += f"; free answers: {setup.judge_label}"
+    return write_report(records, setup.out, benchmark, judge_text, context=context)
+
+
+def _label(item: BenchItem, judge_label: str | None) -> str | None:
+    return "choice" if item.multiple_choice else judge_label
+
+
+class _Writer:
+    """One results line at a time (worker threads share it); counts and reports progress."""
+
+    def __init__(self, out: Appender, progress: Callable[[int], None] | None):
+        self.out, self.progress, self.count = out, progress, 0
+        self._lock = threading.Lock()
+
+    def write(self, record: dict, finished: bool = True) -> None:
+        with self._lock:
+            self.out.write(record)
+            if finished:
+                self.count += 1
+                if self.progress:
+                    self.progress(1)
+
+
+def _base(item: BenchItem) -> dict:
+    record = {"id": item.id, "video": item.video, "types": list(item.types), "question": item.question,
+              "reference": item.reference, "before_clip": item.before_clip, "timestamp": item.timestamp,
+              "evidence": list(item.evidence)}
+    if item.options:
+        record["options"] = list(item.options)
+    return record
+
+
+def _failed(item: BenchItem, stage: str, reason: str) -> dict:
+    return {**_base(item), "answer": None, "verdict": None, "error": reason, "stage": stage}
+
+
+def _video(video: str, group: list[BenchItem], earlier: dict[str, dict], setup: BenchSetup, writer: _Writer,
+           stop: threading.Event) -> None:
+    """All pending questions of one video: bad annotations recorded, answered ones re-judged, the rest asked."""
+    ask, rejudge = [], []
+    for item in group:
+        if item.problem:
+            writer.write(_failed(item, "annotation", item.problem))
+        elif status(earlier.get(item.id), None) != "ask":  # answered: only its verdict is missing or stale
+            rejudge.append((item, earlier[item.id]))
+        else:
+            ask.append(item)
+    _judge_and_write(rejudge, setup, writer)
+    if not ask or stop.is_set():
+        return
+    first = ask[0]
+    plan = plan_memory(video, setup.memories, setup.out / "converted", mem_path=first.mem_path,
+                       video_path=first.video_path, videos=setup.videos)
+    problem = plan.problem or _prepare(plan, setup)
+    if problem:
+        for item in ask:
+            writer.write(_failed(item, "memory", problem))
+        return
+    _answer(plan, ask, setup, writer, stop)
+
+
+_MEMORIZING = threading.Lock()  # one memorization at a time: the models of a process are shared
+
+
+def _prepare(plan: MemoryPlan, setup: BenchSetup) -> str:
+    """Convert the M3-Agent pickle or memorize the video the plan names; the reason it failed, or ""."""
+    if plan.pickle is not None:
+        return _convert(plan, setup)
+    if plan.video_file is None:
+        return ""
+    from m3agent.jobs.batch import VideoJob, memorize_job
+
+    with _MEMORIZING:
+        setup.notice(f"memorizing {plan.video_file} into {plan.db}")
+        job = memorize_job(VideoJob(str(plan.video_file), plan.video, str(plan.db)), setup.config)
+    if job.status == "failed":
+        return f"memorizing {plan.video_file} failed: {job.error}"
+    return ""
+
+
+def _convert(plan: MemoryPlan, setup: BenchSetup) -> str:
+    """Import the pickle into the run's own DB once (a marker records which pickle it holds)."""
+    from m3agent.factory import open_memory
+    from m3agent.memory.m3_import import load_m3_pickle
+
+    marker = plan.db.with_name(plan.db.name + ".imported.json")
+    fingerprint = content_fingerprint(plan.pickle)
+    try:
+        if json.loads(marker.read_text()).get("fingerprint") == fingerprint and plan.db.is_file():
+            return ""
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        source = load_m3_pickle(plan.pickle)
+        with _MEMORIZING, open_memory(plan.db, setup.config, create=True) as graph:
+            stats = graph.import_m3(source, plan.video)
+    except M3AgentError as exc:
+        return f"cannot use the M3-Agent memory {plan.pickle}: {exc}"
+    with open_private(marker, "w", encoding="utf-8") as fh:
+        json.dump({"pickle": str(plan.pickle), "fingerprint": fingerprint, **stats}, fh)
+    return ""
+
+
+def _open(plan: MemoryPlan, setup: BenchSetup, item: BenchItem):
+    """The memory, read-only, and the id of this video in it; raises a project error naming the cause."""
+    from m3agent.factory import open_memory
+    from m3agent.memory.errors import MemoryStoreError
+
+    graph = open_memory(plan.db, setup.config, readonly=True)
+    try:
+        videos = graph.videos()
+        if len(videos) == 1:
+            return graph, videos[0].id
+        for name in (plan.video, Path(item.video_path).name, Path(item.video_path).stem):
+            match = [v for v in videos if name and v.name == name]
+            if match:
+                return graph, match[0].id
+        names = ", ".join(repr(v.name) for v in videos) or "none"
+        raise MemoryStoreError(f"{plan.db} holds {len(videos)} videos ({names}), none named {plan.video!r}")
+    except BaseException:
+        graph.close()
+        raise
+
+
+def _answer(plan: MemoryPlan, items: list[BenchItem], setup: BenchSetup, writer: _Writer,
+            stop: threading.Event) -> None:
+    from m3agent.control import Controller, Question
+
+    try:
+        graph, video_id = _open(plan, setup, items[0])
+    except M3AgentError as exc:
+        for item in items:
+            writer.write(_failed(item, "memory", f"cannot open the memory {plan.db}: {exc}"))
+        return
+    with graph:
+        try:
+            controller = Controller(graph, setup.get("chat"), setup.config.control)
+        except M3AgentError as exc:  # the control model cannot start: every question says so
+            for item in items:
+                writer.write(_failed(item, "answer", f"the control model cannot start: {exc}"))
+            return
+        size = max(1, setup.config.control.batch_size)
+        for start in range(0, len(items), size):
+            if stop.is_set():
+                return
+            group, asked, answered = items[start:start + size], [], []
+            for item in group:
+                try:
+                    asked.append((item, Question(choice_prompt(item) if item.multiple_choice else item.question,
+                                                 item.before_clip, video_id)))
+                except M3AgentError as exc:
+                    writer.write(_failed(item, "annotation", str(exc)))
+            for index, answer in controller.iter_answers([q for _, q in asked]):
+                item = asked[index][0]
+                record = {**_base(item), **_answer_fields(answer)}
+                if answer.error:
+                    writer.write({**record, "verdict": None, "stage": "answer"})
+                else:
+                    writer.write({**record, "verdict": None}, finished=False)  # saved before it is judged
+                    answered.append((item, record))
+            _judge_and_write(answered, setup, writer)
+
+
+def _answer_fields(answer) -> dict:
+    data = answer.to_dict()
+    clips = list(dict.fromkeys(hit["clip"] for hit in answer.evidence))
+    return {"answer": None if answer.error else answer.answer, "rounds": data["rounds"], "clips": clips,
+            "model_rounds": sum(1 for r in answer.rounds if r.by == "model"), "seconds": data["seconds"],
+            "tokens": data["tokens"], "error": answer.error}
+
+
+def _judge_and_write(pairs: list[tuple[BenchItem, dict]], setup: BenchSetup, writer: _Writer) -> None:
+    if not pairs:
+        return
+    choice = [(i, r) for i, r in pairs if i.multiple_choice]
+    free = [(i, r) for i, r in pairs if not i.multiple_choice]
+    verdicts: list[tuple[dict, Verdict]] = [(r, score_choice(i, r["answer"])) for i, r in choice]
+    if free:
+        try:
+            judged = setup.get("judge").judge_many([(i, r["answer"]) for i, r in free])
+        except M3AgentError as exc:  # a judge that cannot even start: no verdict, and the run goes on
+            log.warning("the judge failed: %s", exc)
+            judged = [Verdict(None, setup.judge_label, reason=f"the judge cannot start: {exc}") for _ in free]
+        verdicts += [(r, v) for (_, r), v in zip(free, judged)]
+    for record, verdict in verdicts:
+        stage = {"stage": "judge"} if verdict.correct is None else {}
+        writer.write({**{k: v for k, v in record.items() if k != "stage"}, "verdict": verdict.to_dict(), **stage})

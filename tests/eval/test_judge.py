@@ -1,0 +1,109 @@
+"""Judges: yes/no parsing in many phrasings, retries, a judge that never answers, the offline judge, choices."""
+
+import pytest
+
+from m3agent.config import JudgeConfig
+from m3agent.eval.annotations import BenchItem
+from m3agent.eval.judge import (
+    ChatJudge,
+    OfflineJudge,
+    contains,
+    extract_choice,
+    parse_yes_no,
+    score_choice,
+    token_f1,
+)
+from m3agent.models.llm.base import ChatError
+from m3agent.models.llm.scripted import ScriptedChat
+
+ITEM = BenchItem("q1", "v", "Where are the keys?", "In the blue bowl.")
+
+
+@pytest.mark.parametrize("reply", ["Yes", "yes.", "YES!", "**Yes**", "Yes, the answer says the keys are in the bowl.",
+                                   "Answer: yes", "Verdict - Yes", "<think>It says bowl, so no doubt.</think>\nYes",
+                                   "After comparing both, the answer is yes.", "是", "`yes`", "  \n yes \n"])
+def test_yes_in_its_phrasings(reply):
+    assert parse_yes_no(reply) is True
+
+
+@pytest.mark.parametrize("reply", ["No", "no.", "NO", "**No.**", "No, the answer names a drawer.", "Judgement: No",
+                                   "The ground truth cannot be inferred; my verdict is no.", "否", "Incorrect"])
+def test_no_in_its_phrasings(reply):
+    assert parse_yes_no(reply) is False
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "I cannot help with that request.", "As an AI, I am unable to judge.",
+                                   "Maybe", "Yes and no: partly.", "asdf qwer zxcv", "The keys are in the bowl.",
+                                   "Yesterday the keys were there.", "Nobody knows", "<think>yes</think>"])
+def test_refusals_garbage_and_both_are_no_verdict(reply):
+    assert parse_yes_no(reply) is None
+
+
+def test_chat_judge_asks_at_temperature_zero_and_parses():
+    chat = ScriptedChat(["Yes."])
+    (verdict,) = ChatJudge(JudgeConfig(backend="chat"), chat=chat).judge_many([(ITEM, "They are in a blue bowl.")])
+    assert verdict.correct is True and verdict.reply == "Yes." and verdict.judge.startswith("chat:auto")
+    prompt = chat.calls[0][0]["content"]
+    assert "In the blue bowl." in prompt and "They are in a blue bowl." in prompt and "Yes or No" in prompt
+
+
+def test_an_unparseable_judge_is_asked_again_then_recorded_never_right():
+    chat = ScriptedChat(["Hmm, hard to say.", "Well..."])
+    judge = ChatJudge(JudgeConfig(backend="chat", retries=1), chat=chat)
+    (verdict,) = judge.judge_many([(ITEM, "bowl")])
+    assert verdict.correct is None and "unparseable" in verdict.reason and verdict.reply == "Well..."
+    assert len(chat.calls) == 2 and chat.calls[1][-1]["content"].startswith("That reply is neither")
+    chat = ScriptedChat(["Hmm.", "No."])
+    (verdict,) = ChatJudge(JudgeConfig(backend="chat", retries=1), chat=chat).judge_many([(ITEM, "drawer")])
+    assert verdict.correct is False
+
+
+def test_a_judge_that_never_answers_gives_each_pair_its_reason():
+    chat = ScriptedChat([ChatError("judge server unreachable")], retries=0)
+    verdicts = ChatJudge(JudgeConfig(backend="chat"), chat=chat).judge_many([(ITEM, "bowl"), (ITEM, "drawer")])
+    assert [v.correct for v in verdicts] == [None, None]
+    assert all("did not answer" in v.reason and "unreachable" in v.reason for v in verdicts)
+
+
+def test_one_failing_pair_does_not_sink_the_batch():
+    def reply(messages):
+        if "drawer" in messages[0]["content"]:
+            raise ChatError("overloaded")
+        return "yes"
+
+    verdicts = ChatJudge(JudgeConfig(backend="chat"), chat=ScriptedChat(reply, retries=0)).judge_many(
+        [(ITEM, "bowl"), (ITEM, "drawer")])
+    assert verdicts[0].correct is True and verdicts[1].correct is None
+
+
+@pytest.mark.parametrize("answer, right", [("The keys are in the blue bowl.", True), ("blue bowl", True),
+                                           ("In the drawer.", False), ("", False), ("bowl", True),
+                                           ("I do not know.", False)])
+def test_offline_judge(answer, right):
+    (verdict,) = OfflineJudge(f1=0.5).judge_many([(ITEM, answer)])
+    assert verdict.correct is right and verdict.judge.startswith("offline")
+    assert "not the paper's judge" in OfflineJudge.label
+
+
+def test_offline_normalization():
+    assert contains("Anna and Tom bought seven books together", "7 books")
+    assert token_f1("Café", "cafe") == 1.0 and token_f1("", "x") == 0.0
+    assert not contains("the garage door", "In the kitchen.")
+
+
+OPTIONS = ("A. One.", "B. Two.", "C. Three people.", "D. Four.")
+
+
+@pytest.mark.parametrize("answer, letter", [("C", "C"), ("(C)", "C"), ("C. Three people.", "C"),
+                                            ("The answer is C.", "C"), ("I think option b", "B"),
+                                            ("There are three people.", "C"), ("Either A or B", None),
+                                            ("no idea", None), ("<think>A? B?</think> D", "D")])
+def test_extract_choice(answer, letter):
+    assert extract_choice(answer, OPTIONS) == letter
+
+
+def test_score_choice_counts_no_choice_as_wrong():
+    item = BenchItem("m1", "v", "How many?", "C", options=OPTIONS)
+    assert score_choice(item, "C").correct is True and score_choice(item, "B").correct is False
+    none = score_choice(item, "I am not sure")
+    assert none.correct is False and "no single option" in none.reason

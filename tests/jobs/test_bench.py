@@ -1,0 +1,201 @@
+"""`m3agent bench m3`: answers, verdicts and reasons for every question; resume after a kill; the report."""
+
+import json
+import sys
+
+import pytest
+
+from m3agent.cli import main
+from m3agent.config import BenchConfig, Config, ControlConfig, JudgeConfig
+from m3agent.eval.annotations import read_annotations
+from m3agent.eval.judge import ChatJudge, OfflineJudge
+from m3agent.jobs.bench import BenchInterrupted, BenchSetup, load_results, run_bench
+from m3agent.models.llm.base import ChatError
+from m3agent.models.llm.scripted import ScriptedChat
+from tests.data import M3BENCH
+from tests.memory.test_m3_import import m3, m3_pickle  # noqa: F401  (fixtures)
+
+QUESTIONS = [("Who plays guitar on the sofa?", "Bob", ["Person Understanding"], "02:00"),
+             ("Who cooks pasta in the kitchen?", "Bob", ["Cross-Modal Reasoning", "Multi-Hop Reasoning"], "02:00"),
+             ("Is the fridge full?", "No, it is empty.", ["Multi-Detail Reasoning"], "01:40"),
+             ("What does Alice water on the balcony?", "The plants.", ["General Knowledge Extraction"], "01:40")]
+
+
+@pytest.fixture
+def db_path(tmp_path):  # the kitchen fixture's memory, where the bench looks for video "kitchen"
+    (tmp_path / "memories").mkdir()
+    return tmp_path / "memories" / "kitchen.db"
+
+
+def annotations(tmp_path, videos=("kitchen",), questions=QUESTIONS):
+    data = {video: {"video_path": f"data/videos/{video}.mp4", "mem_path": f"data/memory_graphs/{video}.pkl",
+                    "qa_list": [{"question": q, "answer": a, "question_id": f"{video}_Q{i:02d}", "reasoning": "",
+                                 "timestamp": t, "type": types, "before_clip": 0}
+                                for i, (q, a, types, t) in enumerate(questions, 1)]}
+            for video in videos}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(data))
+    (tmp_path / "bench.evidence.json").write_text(json.dumps({"kitchen_Q01": [1], "kitchen_Q02": [3]}))
+    return path
+
+
+def replies(messages):
+    """A control model that answers from the question: right for two, wrong for two."""
+    question = messages[-1]["content"]
+    answer = {"guitar": "Bob plays the guitar.", "pasta": "Bob cooks it.", "fridge": "It is full of milk.",
+              "water": "I do not know."}
+    return "Action: [Answer]\nContent: " + next(v for k, v in answer.items() if k in question)
+
+
+def setup_for(tmp_path, chat=None, judge=None, config=None, **kw):
+    config = config or Config(control=ControlConfig(batch_size=2))
+    chat = chat or ScriptedChat(replies)
+    judge = judge or OfflineJudge(f1=0.5)
+    return BenchSetup(memories=tmp_path / "memories", out=tmp_path / "out", config=config, chat=lambda: chat,
+                      judge=lambda: judge, judge_label=judge.label, **kw), chat
+
+
+def test_answers_judged_and_reported(tmp_path, kitchen):
+    setup, chat = setup_for(tmp_path)
+    summary = run_bench(read_annotations(annotations(tmp_path)), setup)
+    records = load_results(tmp_path / "out")
+    assert [records[k]["verdict"]["correct"] for k in sorted(records)] == [True, True, False, False]
+    first = records["kitchen_Q01"]
+    assert first["types"] == ["Person Understanding"] and first["reference"] == "Bob"
+    assert first["before_clip"] == 3 and first["clips"] and first["model_rounds"] == 1
+    assert {"rounds", "seconds", "tokens", "answer", "error"} <= first.keys()
+    assert records["kitchen_Q03"]["types"] == ["Multi-Evidence Reasoning"]
+    assert summary.overall.correct == 2 and summary.overall.total == 4
+    assert summary.by_type["Multi-Hop Reasoning"].correct == 1 and summary.by_video["kitchen"].total == 4
+    assert summary.evidence["known"] == 2 and summary.seconds["p50"] >= 0 and summary.rounds["mean"] == 1
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "**Accuracy: 50.0% (2/4)**" in report and "| Multi-Hop Reasoning | 100.0% | 1 | 1 | 1 |" in report
+    assert (tmp_path / "out" / "accuracy_by_type.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["overall"]["accuracy"] == 0.5
+
+    calls = len(chat.calls)  # a second run asks nothing again
+    run_bench(read_annotations(annotations(tmp_path)), setup)
+    assert len(chat.calls) == calls
+
+
+def test_resume_after_a_kill_asks_only_what_is_missing(tmp_path, kitchen):
+    asked = []
+
+    def killed_after_two(messages):
+        asked.append(messages[-1]["content"])
+        if len(asked) == 3:
+            raise KeyboardInterrupt
+        return replies(messages)
+
+    setup, _ = setup_for(tmp_path, chat=ScriptedChat(killed_after_two), config=Config(control=ControlConfig(batch_size=1)))
+    with pytest.raises(BenchInterrupted) as stop:
+        run_bench(read_annotations(annotations(tmp_path)), setup)
+    assert stop.value.saved == 2 and len(load_results(tmp_path / "out")) == 2
+    setup, chat = setup_for(tmp_path)
+    summary = run_bench(read_annotations(annotations(tmp_path)), setup)
+    assert summary.overall.total == 4 and summary.overall.answered == 4
+    assert len(chat.calls) == 2  # only the two questions the killed run never finished
+
+
+def test_each_question_gets_its_reason_and_the_run_goes_on(tmp_path, kitchen):
+    (tmp_path / "memories" / "broken.db").write_bytes(b"this is no SQLite file" * 100)
+    path = annotations(tmp_path, videos=("kitchen", "broken", "absent"))
+    setup, _ = setup_for(tmp_path, videos=tmp_path / "no-videos-here")
+    (tmp_path / "no-videos-here").mkdir()
+    summary = run_bench(read_annotations(path), setup)
+    records = load_results(tmp_path / "out")
+    assert len(records) == 12 and summary.overall.total == 12
+    assert "cannot open the memory" in records["broken_Q01"]["error"] and records["broken_Q01"]["stage"] == "memory"
+    absent = records["absent_Q01"]["error"]
+    assert "no memory for video 'absent'" in absent and "no video file in" in absent
+    assert summary.failures["memory"]["count"] == 8 and summary.by_video["kitchen"].correct == 2
+
+
+def test_a_failing_control_model_and_a_silent_judge(tmp_path, kitchen):
+    def flaky(messages):
+        if "pasta" in messages[-1]["content"]:
+            raise ChatError("control server said 500")
+        return replies(messages)
+
+    silent = ChatJudge(JudgeConfig(backend="chat"), chat=ScriptedChat([ChatError("judge unreachable")], retries=0))
+    setup, _ = setup_for(tmp_path, chat=ScriptedChat(flaky, retries=0), judge=silent)
+    summary = run_bench(read_annotations(annotations(tmp_path)), setup)
+    records = load_results(tmp_path / "out")
+    assert records["kitchen_Q02"]["stage"] == "answer" and "500" in records["kitchen_Q02"]["error"]
+    unjudged = records["kitchen_Q01"]
+    assert unjudged["answer"] and unjudged["verdict"]["correct"] is None and "unreachable" in unjudged["verdict"]["reason"]
+    assert summary.overall.correct == 0 and summary.unjudged == 3  # never counted as right
+
+    control = ScriptedChat(replies)  # a re-run with a judge that works judges again without asking again
+    setup, _ = setup_for(tmp_path, chat=control, judge=silent.__class__(JudgeConfig(backend="chat"),
+                                                                         chat=ScriptedChat(["Yes"])))
+    summary = run_bench(read_annotations(annotations(tmp_path)), setup)
+    assert summary.overall.correct == 4 and summary.unjudged == 0
+    assert len(control.calls) == 1  # only the failed question was asked again
+
+
+def test_an_m3_agent_pickle_is_converted_once(tmp_path, m3_pickle, monkeypatch):  # noqa: F811
+    memories = tmp_path / "memories"
+    memories.mkdir(exist_ok=True)
+    m3_pickle.rename(memories / "kitchen.pkl")
+    monkeypatch.delitem(sys.modules, "mmagent.videograph")
+    questions = [("Who leaves the room?", "Eve", ["Person Understanding"], "01:00")]
+    config = Config(control=ControlConfig(batch_size=2))
+    config = Config(control=config.control, embedder=config.embedder.__class__(backend="hashing", model="512"))
+    setup, _ = setup_for(tmp_path, chat=ScriptedChat(["Action: [Answer]\nContent: Eve leaves."]), config=config)
+    summary = run_bench(read_annotations(annotations(tmp_path, questions=questions)), setup)
+    assert summary.overall.correct == 1
+    marker = json.loads((tmp_path / "out" / "converted" / "kitchen.db.imported.json").read_text())
+    assert marker["clips"] == 2 and marker["pickle"].endswith("kitchen.pkl")
+
+
+def test_multiple_choice_is_scored_by_letter(tmp_path, kitchen):
+    path = tmp_path / "mc.json"
+    path.write_text(json.dumps([
+        {"videoID": "kitchen", "question_id": "mc1", "task_type": "Action Recognition", "question": "What does Bob play?",
+         "options": ["A. Piano.", "B. Guitar.", "C. Drums.", "D. Violin."], "answer": "B"},
+        {"videoID": "kitchen", "question_id": "mc2", "task_type": "Action Recognition", "question": "Who waters plants?",
+         "options": ["A. Alice.", "B. Bob."], "answer": "A"}]))
+    chat = ScriptedChat(lambda m: "Action: [Answer]\nContent: " + ("B. Guitar." if "play" in m[-1]["content"] else "Bob"))
+    setup, _ = setup_for(tmp_path, chat=chat, judge=ChatJudge(JudgeConfig(backend="chat"), chat=ScriptedChat([ChatError("unused")])))
+    summary = run_bench(read_annotations(path), setup)
+    assert summary.overall.correct == 1 and "no judge model" in summary.judge
+    assert "Options:\nA. Piano." in chat.calls[0][-1]["content"]
+    assert load_results(tmp_path / "out")["mc1"]["verdict"]["reply"] == "B"
+
+
+def test_whole_web_json_with_no_memories_accounts_for_every_question(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    code = main(["bench", "m3", "--annotations", str(M3BENCH / "web.json"), "--memories", str(tmp_path / "empty"),
+                 "--out", str(tmp_path / "out"), "--quiet"])
+    assert code == 0 and "(0/3214)" in capsys.readouterr().out
+    records = load_results(tmp_path / "out")
+    assert len(records) == 3214 and all(r["stage"] == "memory" and "no memory for video" in r["error"]
+                                        for r in records.values())
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| memory | 3214 |" in report and (tmp_path / "out" / "accuracy_by_type.png").exists()
+
+
+def test_cli_bench_refuses_bad_arguments(tmp_path, capsys):
+    path = annotations(tmp_path)
+    assert main(["bench", "m3", "--annotations", str(path), "--memories", str(tmp_path / "nope"),
+                 "--out", str(tmp_path / "out")]) == 2
+    assert "--memories" in capsys.readouterr().err
+    (tmp_path / "memories").mkdir()
+    assert main(["bench", "m3", "--annotations", str(path), "--memories", str(tmp_path / "memories"),
+                 "--out", str(tmp_path / "out"), "--limit", "0"]) == 2
+    assert main(["--set", "bench.judge.backend=oracle", "bench", "m3", "--annotations", str(path), "--memories",
+                 str(tmp_path / "memories"), "--out", str(tmp_path / "out")]) == 2
+    assert "unknown judge backend 'oracle'" in capsys.readouterr().err
+
+
+def test_videos_answered_at_once_share_the_control_model(tmp_path, kitchen):
+    kitchen.close()
+    import shutil
+
+    shutil.copy(tmp_path / "memories" / "kitchen.db", tmp_path / "memories" / "kitchen2.db")
+    config = Config(control=ControlConfig(batch_size=2), bench=BenchConfig(workers=2))
+    setup, chat = setup_for(tmp_path, config=config)
+    summary = run_bench(read_annotations(annotations(tmp_path, videos=("kitchen", "kitchen2"))), setup)
+    assert summary.overall.total == 8 and summary.overall.correct == 4 and len(chat.calls) == 8
+    assert summary.by_video["kitchen2"].correct == 2
