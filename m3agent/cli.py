@@ -234,6 +234,8 @@ def cmd_bench_m3(args, config: Config) -> int:
 
     items = read_annotations(args.annotations, fmt=args.format, evidence=args.evidence,
                              clip_seconds=config.memorize.perception.clip_seconds)
+    if args.duration:
+        items = [item for item in items if item.duration == args.duration]
     if args.limit is not None:
         if args.limit < 1:
             raise ConfigError(f"--limit must be >= 1 (got {args.limit})")
@@ -243,6 +245,8 @@ def cmd_bench_m3(args, config: Config) -> int:
         return EXIT_USAGE
     for flag, folder in (("--memories", args.memories), ("--videos", args.videos)):
         if folder is not None and not Path(folder).is_dir():
+            if flag == "--memories" and args.videos is not None and not Path(folder).exists():
+                continue  # created when the first video is memorized into it
             raise ConfigError(f"{flag} {folder} is not a folder")
     out = Path(args.out)
     if results_path(out).resolve() == Path(args.annotations).resolve():
@@ -386,6 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--videos", default=None, help="folder of videos: one without a memory is memorized first")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
     p.add_argument("--format", default="auto", choices=["auto", "m3bench", "videomme"])
+    p.add_argument("--duration", default=None, choices=["short", "medium", "long"],
+                   help="VideoMME: only questions on videos of this length (the paper's VideoMME-long: long)")
     p.add_argument("--evidence", default=None, help="JSON {question_id: [clip, ...]} (default: NAME.evidence.json beside)")
     p.add_argument("--title", default=None, help="the report's title (default: the annotation file's name)")
     p.add_argument("--json", action="store_true", help="also print the summary as JSON")

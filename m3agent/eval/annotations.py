@@ -48,6 +48,7 @@ class BenchItem:
     timestamp: str | None = None
     evidence: tuple[int, ...] = ()  # clips holding the evidence, where known
     options: tuple[str, ...] = ()  # multiple choice: "A. ...", "B. ...", ...
+    duration: str = ""  # VideoMME: short, medium or long (the paper's VideoMME-long is the long ones)
     video_path: str = ""  # as the annotation names them (the harness looks for their file names)
     mem_path: str = ""
     problem: str = ""  # why it cannot be asked as written; the harness records this as its error
@@ -192,7 +193,7 @@ def _mc_item(record: dict, index: int) -> BenchItem:
         problems.append("no question text")
     types = tuple(str(record[k]) for k in ("task_type",) if record.get(k))
     return BenchItem(str(record.get("question_id") or f"{video}-{index}"), video, question, answer, types,
-                     options=options, problem="; ".join(problems))
+                     options=options, duration=str(record.get("duration") or ""), problem="; ".join(problems))
 
 
 def _options(raw) -> tuple[str, ...]:

@@ -1,0 +1,124 @@
+"""Run the mini M3-Bench end to end: build its videos, memorize them, answer and judge every question.
+
+Usage (from the repository root)::
+
+    python -m bench.m3mini.run                       # the embedded stack (SmolLM2-135M answers)
+    python -m bench.m3mini.run --control scripted    # a scripted answerer: the retrieved line closest to the question
+    python -m bench.m3mini.run --write docs/RESULTS.md --plot docs/m3mini_accuracy.png
+
+Everything goes under ``bench/.cache/m3mini`` (videos and memories are built once and reused; each control
+model has its own results folder, so a re-run resumes). It runs ``m3agent bench m3`` itself, so the numbers
+are the harness's. ``--write`` replaces this benchmark's section of ``docs/RESULTS.md`` with the report.
+
+The scripted answerer is no language model: it answers with the memory line, among those its searches
+returned, that shares the most words with the question. Scored by the offline judge it measures whether
+memorization and search bring the answer's words back, not reasoning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from m3agent.control.text import KNOWLEDGE_PREFIX  # noqa: E402
+from m3agent.models.llm.scripted import ScriptedChat  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ANNOTATIONS = HERE / "m3mini.json"
+CACHE = ROOT / "bench" / ".cache" / "m3mini"
+_WORD = re.compile(r"[a-z0-9]+")
+_QUIET = {"the", "a", "an", "is", "are", "was", "what", "who", "where", "when", "which", "how", "does", "did", "do",
+          "in", "on", "at", "of", "to", "and", "or", "for", "it", "that", "this", "video", "says", "say", "said"}
+
+
+def closest_line(messages: list[dict]) -> str:
+    """The scripted answerer's reply: the note line sharing most words with the question (none: "unknown")."""
+    question = messages[-1]["content"].rsplit("Question:", 1)[-1]
+    wanted = set(_WORD.findall(question.lower())) - _QUIET
+    best, score = "unknown", 0
+    for message in messages:
+        content = message.get("content", "")
+        if message["role"] != "user" or not content.startswith(KNOWLEDGE_PREFIX):
+            continue
+        for line in content.split("\n\n", 1)[0].splitlines()[1:]:
+            if line.startswith("- "):
+                overlap = len(wanted & set(_WORD.findall(line.lower())))
+                if overlap > score:
+                    best, score = line[2:], overlap
+    return f"Action: [Answer]\nContent: {best}"
+
+
+def run(control: str, out: Path, quiet: bool = False, cache: Path = CACHE) -> dict:
+    from bench.m3mini.build import build
+    from m3agent.cli import main
+
+    videos = cache / "videos"
+    build(videos)
+    args = ["bench", "m3", "--annotations", str(ANNOTATIONS), "--memories", str(cache / "memories"), "--videos",
+            str(videos), "--out", str(out), "--title", f"mini M3-Bench ({control} control)"]
+    overrides = ["--set", "control.chat.backend=bench.m3mini.run:ClosestLineChat"] if control == "scripted" else []
+    code = main(overrides + args + (["--quiet"] if quiet else []))
+    if code != 0:
+        raise SystemExit(f"m3agent bench m3 failed with exit code {code}")
+    return json.loads((out / "summary.json").read_text())
+
+
+class ClosestLineChat(ScriptedChat):
+    """The scripted answerer as a chat backend (``control.chat.backend=bench.m3mini.run:ClosestLineChat``)."""
+
+    name = "closest-line"
+
+    @classmethod
+    def from_config(cls, config) -> ClosestLineChat:
+        return cls(closest_line)
+
+
+def write_section(results: Path, summaries: dict[str, Path], plot: Path | None) -> None:
+    """Replace the mini benchmark's section of ``results`` (between its markers) with the fresh reports."""
+    start, end = "<!-- m3mini:start -->", "<!-- m3mini:end -->"
+    parts = [start, ""]
+    for control, out in summaries.items():
+        report = (out / "report.md").read_text().split("\n", 1)[1]  # without its title line
+        report = re.sub(r"!\[per-type accuracy\]\([^)]*\)\n\n", "", report)
+        parts += [f"#### Control: {control}", report.strip(), ""]
+    if plot is not None:
+        parts += [f"![mini M3-Bench accuracy per type]({plot.name})", ""]
+    parts.append(end)
+    text = results.read_text() if results.exists() else ""
+    block = "\n".join(parts)
+    if start in text and end in text:
+        text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    results.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--control", nargs="+", default=["embedded"], choices=["embedded", "scripted"])
+    parser.add_argument("--write", type=Path, default=None, help="update this results file (docs/RESULTS.md)")
+    parser.add_argument("--plot", type=Path, default=None, help="copy the first run's per-type plot here")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args()
+    outs = {}
+    for control in args.control:
+        outs[control] = CACHE / f"out-{control}"
+        summary = run(control, outs[control], args.quiet)
+        overall = summary["overall"]
+        print(f"{control}: accuracy {100 * overall['accuracy']:.1f}% ({overall['correct']}/{overall['total']})")
+    if args.plot is not None:
+        shutil.copyfile(outs[args.control[0]] / "accuracy_by_type.png", args.plot)
+    if args.write is not None:
+        write_section(args.write, outs, args.plot)
+
+
+if __name__ == "__main__":
+    main()
