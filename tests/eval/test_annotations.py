@@ -108,7 +108,7 @@ def test_videomme_multiple_choice_in_its_shapes(tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in records))
     first, second, third = read_annotations(path)
     assert first.multiple_choice and first.video == "fFjv93ACGo8" and first.reference == "C"
-    assert first.options[2] == "C. Three." and first.types == ("Counting Problem",)
+    assert first.options[2] == "C. Three." and first.types == ("Counting Problem",) and first.duration == "long"
     assert second.options == ("A. A cup", "B. A pen", "C. A phone", "D. A key") and second.reference == "B"
     assert third.options == ("A. red", "B. blue") and "not one of the option letters" in third.problem
     listed = tmp_path / "videomme.json"

@@ -107,3 +107,23 @@ def test_score_choice_counts_no_choice_as_wrong():
     assert score_choice(item, "C").correct is True and score_choice(item, "B").correct is False
     none = score_choice(item, "I am not sure")
     assert none.correct is False and "no single option" in none.reason
+
+
+@pytest.mark.models
+def test_the_paper_judge_through_the_embedded_model():
+    """The real judging path (factory, prompt, batch, parsing) on the bundled SmolLM2-135M: too small to be a
+    good judge, so every verdict must be a parsed yes/no or a recorded "unparseable", never anything else."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (M3AGENT_SKIP_LLAMACPP=1)")
+    from m3agent.config import ChatConfig
+    from m3agent.factory import build_judge, judge_label
+
+    config = JudgeConfig(backend="chat", retries=1, chat=ChatConfig(backend="llamacpp", context=2048, threads=2))
+    judge = build_judge(config)
+    assert judge.label == judge_label(config) and "yes/no" in judge.label
+    pairs = [(ITEM, "The keys are in the blue bowl."), (ITEM, "I have no idea where anything is.")]
+    for verdict in judge.judge_many(pairs):
+        assert verdict.judge == judge.label
+        if verdict.correct is None:
+            assert verdict.reason.startswith("unparseable") and verdict.reply
+        else:
+            assert parse_yes_no(verdict.reply) is verdict.correct
