@@ -279,17 +279,30 @@ def _bench_context(args, config: Config) -> dict[str, str]:
     """What produced the numbers, written at the top of the report."""
     import datetime
     import platform
+    import shlex
 
     from m3agent.factory import chat_backend
 
+    def shown(path) -> str:
+        relative = os.path.relpath(path)
+        return relative if not relative.startswith("..") else str(path)
+
+    words = [w for o in args.overrides for w in ("--set", o)] + ["bench", "m3", "--annotations", shown(args.annotations),
+                                                              "--memories", shown(args.memories), "--out", shown(args.out)]
+    for flag, value in (("--videos", args.videos), ("--limit", args.limit), ("--duration", args.duration),
+                        ("--evidence", args.evidence)):
+        if value is not None:
+            words += [flag, shown(value) if flag in ("--videos", "--evidence") else str(value)]
+    if args.format != "auto":
+        words += ["--format", args.format]
     chat = config.control.chat
-    model = chat.model or ("bundled SmolLM2-135M-Instruct" if chat.backend in ("", "auto") else "(server default)")
+    model = chat.model or ("bundled SmolLM2-135M-Instruct" if chat.backend in ("", "auto") else "")
     search = config.memory.search
-    return {"command": "m3agent " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["bench"] else "m3agent bench m3",
-            "annotations": str(args.annotations), "memories": str(args.memories),
-            "control model": f"{chat_backend(chat.backend)}: {model}",
-            "control": f"{config.control.max_rounds} rounds, seed search {config.control.seed_search}, "
-                       f"search top {search.top_k} clips, threshold {search.threshold if search.threshold is not None else 'embedder default'}",
+    threshold = search.threshold if search.threshold is not None else "the embedder's"
+    return {"command": "m3agent " + shlex.join(words),
+            "control model": chat_backend(chat.backend) + (f": {model}" if model else ""),
+            "control": f"{config.control.max_rounds} rounds, question searched first: {config.control.seed_search}, "
+                       f"batches of {config.control.batch_size}; search top {search.top_k} clips, threshold {threshold}",
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
             "date": datetime.date.today().isoformat()}
 

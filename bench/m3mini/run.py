@@ -113,7 +113,8 @@ def main() -> None:
         outs[control] = CACHE / f"out-{control}"
         summary = run(control, outs[control], args.quiet)
         overall = summary["overall"]
-        print(f"{control}: accuracy {100 * overall['accuracy']:.1f}% ({overall['correct']}/{overall['total']})")
+        print(f"{control}: accuracy {100 * overall['correct'] / overall['total']:.1f}% "
+              f"({overall['correct']}/{overall['total']})")
     if args.plot is not None:
         shutil.copyfile(outs[args.control[0]] / "accuracy_by_type.png", args.plot)
     if args.write is not None:
