@@ -109,8 +109,13 @@ def run_bench(items: Sequence[BenchItem], setup: BenchSetup, *, benchmark: str =
             else:
                 with ThreadPoolExecutor(setup.config.bench.workers) as pool:
                     futures = [pool.submit(_video, video, group, earlier, setup, writer, stop) for video, group in work]
-                    for future in futures:
-                        future.result()
+                    try:
+                        for future in futures:
+                            future.result()
+                    except KeyboardInterrupt:  # videos not started are dropped; running ones stop after their batch
+                        stop.set()
+                        pool.shutdown(wait=True, cancel_futures=True)
+                        raise
         except KeyboardInterrupt as exc:
             stop.set()
             raise BenchInterrupted(writer.count) from exc
