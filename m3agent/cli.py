@@ -50,27 +50,108 @@ def cmd_inspect(args, config: Config) -> int:
     return 0 if info.get("integrity", "ok") == "ok" else 1
 
 
+def _search_queries(args) -> list[dict]:
+    """The queries of one search command: the positional one, or ``--queries FILE`` (a query a line, as
+    text or ``{"query", "id"}``); a line that is neither is reported in the results, not fatal."""
+    from m3agent.memory.search import QueryError
+
+    if args.queries is None:
+        if args.query is None:
+            raise QueryError("give a query, or --queries FILE")
+        return [{"id": None, "query": args.query}]
+    if args.query is not None:
+        raise QueryError("give a query or --queries FILE, not both")
+    try:
+        with open(args.queries, encoding="utf-8") as fh:
+            raw = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QueryError(f"cannot read --queries {args.queries}: {exc}") from exc
+    out = []
+    for number, line in enumerate(raw, start=1):
+        if not line.strip():
+            continue
+        item: dict = {"id": number, "query": line}
+        if line.lstrip().startswith("{"):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                value = None
+            if not isinstance(value, dict) or not isinstance(value.get("query"), str):
+                item = {"id": number, "query": None, "error": 'not a query: give text or {"query": ..., "id": ...}'}
+            else:
+                item = {"id": value.get("id", number), "query": value["query"]}
+        out.append(item)
+    return out
+
+
 def cmd_search(args, config: Config) -> int:
+    from m3agent.memory.model import DECLARATIVE_KINDS, NodeKind
     from m3agent.memory.search import QueryError, check_before_clip, check_query
 
-    check_query(args.query)  # bad input fails before the embedder loads
+    queries = _search_queries(args)
+    if args.queries is None:
+        check_query(args.query)  # bad input fails before the embedder loads
     check_before_clip(args.before_clip)
-    if args.top_k is not None and args.top_k < 1:
-        raise QueryError(f"--top-k must be >= 1 (got {args.top_k})")
+    for flag, value in (("--top-k", args.top_k), ("--lines", args.lines)):
+        if value is not None and value < 1:
+            raise QueryError(f"{flag} must be >= 1 (got {value})")
+    kinds = (NodeKind.PROCEDURAL,) if args.procedural else DECLARATIVE_KINDS
     with _open(args, config, readonly=True) as graph:
-        result = graph.search(args.query, video=args.video, all_videos=args.all_videos, top_k=args.top_k,
-                              threshold=args.threshold, before_clip=args.before_clip)
-    if args.json:
-        _print_json(result.to_dict())
-        return 0
+        for item in queries:
+            if item.get("query") is not None:
+                try:
+                    query = check_query(item["query"])
+                    result = graph.search(query, video=args.video, all_videos=args.all_videos, top_k=args.top_k,
+                                          threshold=args.threshold, before_clip=args.before_clip, lines=args.lines,
+                                          kinds=kinds)
+                except QueryError as exc:
+                    if args.queries is None:
+                        raise
+                    item = {**item, "error": str(exc)}
+                else:
+                    item = {**item, **result.to_dict()}
+            if args.queries is not None:
+                sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
+            elif args.json:
+                _print_json(item if args.lines else result.to_dict())
+            else:
+                _print_result(result, args.all_videos)
+    return 0
+
+
+def _print_result(result, all_videos: bool) -> None:
+    if result.lines:
+        for line in result.lines:
+            rid = f"{line['id']} " if line["id"] is not None else ""
+            print(f"[{rid}score {line['score']:.4f} dense {line['dense']:.3f} bm25 {line['lexical']:.2f}] {line['text']}")
+        return
     if result.empty:
         print("no memory matches this query")
     for clip in result.clips:
-        where = f"{clip.video} " if args.all_videos else ""
+        where = f"{clip.video} " if all_videos else ""
         print(f"[{where}clip {clip.id} {clip.start:.0f}-{clip.end:.0f}s score {clip.score:.3f}]")
         for line in clip.lines:
             print(f"  {line}")
-    return 0
+
+
+def cmd_remember(args, config: Config) -> int:
+    from m3agent import factory
+    from m3agent.memory.store import writing
+    from m3agent.memory.text_sources import read_records
+
+    records, problems = read_records(args.jsonl)  # a bad file fails before any model loads
+    for number, reason in problems:
+        print(f"m3agent remember: {args.jsonl} line {number} skipped: {reason}", file=sys.stderr)
+    with writing(args.db):
+        graph = factory.open_memory(args.db, config, create=True)
+    with graph:
+        from tqdm import tqdm
+
+        with tqdm(total=len(records), desc=f"remember {args.source}", unit="record", disable=args.quiet,
+                  file=sys.stderr) as bar:
+            report = graph.remember(args.source, records, procedural=args.procedural, progress=bar.update)
+    _print_json({**report.to_dict(), "skipped_lines": len(problems)})
+    return 1 if problems and not records else 0
 
 
 def cmd_export(args, config: Config) -> int:
@@ -331,9 +412,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="also run SQLite's full integrity check")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("search", help="M3-Agent memory search")
+    p = sub.add_parser("search", help="memory search: clips (M3-Agent), or single lines with --lines")
     p.add_argument("db")
-    p.add_argument("query")
+    p.add_argument("query", nargs="?", default=None)
+    p.add_argument("--queries", default=None, metavar="FILE",
+                   help='many queries in one process: a query a line, text or {"query", "id"}; prints a JSON line each')
+    p.add_argument("--lines", type=int, default=None, metavar="K", help="the K best single lines, with record ids")
+    p.add_argument("--procedural", action="store_true", help="search procedural memory (feedback, lessons) only")
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--threshold", type=float, default=None)
     p.add_argument("--before-clip", type=int, default=None, help="see only clips 0..N (inclusive)")
@@ -341,6 +426,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all-videos", action="store_true", help="search every video in the DB")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("remember", help="store text records (a conversation, a document) as a text source")
+    p.add_argument("db")
+    p.add_argument("--source", required=True, help="the text source's name (like a video's)")
+    p.add_argument("--jsonl", required=True, help='records, JSON lines {"id", "text", "time"?, "speaker"?, "session"?}')
+    p.add_argument("--procedural", action="store_true", help="store them as procedural memory (what worked, corrections)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_remember)
 
     p = sub.add_parser("export", help="one video's memory graph as JSON")
     p.add_argument("db")

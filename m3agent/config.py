@@ -22,6 +22,7 @@ from typing import Any
 from m3agent.errors import M3AgentError
 
 ENV_PREFIX = "M3AGENT__"
+RETRIEVAL_MODES = ("fused", "dense", "lexical")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,12 @@ class SearchConfig:
     line_top_k: int = 20  # lines returned for a "character id" query
     max_query_variants: int = 100
     name_variants: bool = True  # also search with known names replaced by their <character_k> ids
+    #: how lines are ranked: "fused" (reciprocal-rank fusion of BM25 over the DB's FTS5 index and the
+    #: vectors), "dense" (vectors only, M3-Agent's search) or "lexical" (BM25 only)
+    retrieval: str = "fused"
+    rrf_k: int = 60  # reciprocal-rank fusion: a line ranked r adds 1 / (rrf_k + r)
+    lexical_top: int = 50  # lexical candidates per search
+    lexical_postings: int = 5000  # lines BM25 may score per search (rarest query words first)
 
 
 @dataclass(frozen=True)
@@ -280,7 +287,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 #: numbers that must be > 0, per settings class; every other number must be >= 0 unless it is in _SIGNED
 _POSITIVE = {
     EmbedderConfig: {"batch_size"},
-    SearchConfig: {"top_k", "line_top_k", "max_query_variants"},
+    SearchConfig: {"top_k", "line_top_k", "max_query_variants", "rrf_k", "lexical_postings"},
     MemoryConfig: {"face_snapshots", "voice_snapshots"},
     PerceptionConfig: {"clip_seconds", "fps", "max_side"},
     ChatConfig: {"timeout", "concurrency", "context", "tensor_parallel", "gpu_memory"},
@@ -336,6 +343,9 @@ def validate(config: Config) -> None:
         named.append(("asr", pc.asr_backend, "memorize.perception.asr_backend"))
     for kind, name, setting in named:
         check_name(kind, name, setting)
+    if config.memory.search.retrieval not in RETRIEVAL_MODES:
+        raise ConfigError(f"memory.search.retrieval must be one of {', '.join(RETRIEVAL_MODES)} "
+                          f"(got {config.memory.search.retrieval!r})")
     if mc.memorizer == "chat" and mc.chat.backend in ("", "auto"):  # the embedded SmolLM2 is text-only and tiny
         raise ConfigError("memorize.memorizer=chat needs a vision-language model: set memorize.chat.backend "
                           "(e.g. openai with memorize.chat.base_url of a vLLM server running Qwen2.5-VL)")

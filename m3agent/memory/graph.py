@@ -8,9 +8,10 @@ on first use from what the DB records it was written with. The parts never impor
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +20,17 @@ from m3agent.config import MemoryConfig
 from m3agent.memory.characters import CharacterMap, Characters
 from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError
 from m3agent.memory.export import export_video, inspect_db
+from m3agent.memory.lexical import LexicalIndex
 from m3agent.memory.m3_import import M3Graph, import_m3_graph
 from m3agent.memory.model import Clip, NodeKind, Video
 from m3agent.memory.search import SearchContext, SearchResult, SeenClips, search_memory
 from m3agent.memory.store import SQLiteStore
+from m3agent.memory.text_sources import (
+    RememberReport,
+    TextRecord,
+    remember_lesson,
+    remember_records,
+)
 from m3agent.memory.vectors import TextVectors, VectorCache
 from m3agent.memory.writer import ClipBatch, MemoryWriter
 from m3agent.models.embed.base import TextEmbedder
@@ -46,6 +54,7 @@ class MemoryGraph:
         dim = int(meta["dim"]) if "dim" in meta else (embedder.dim if embedder else 0)
         self._vectors = VectorCache(store, self.config.index, str(store.path) + ".ivf", dim)
         self._characters = Characters(store)
+        self._lexical = LexicalIndex(store, self.config.search.lexical_postings)
         self.writer = MemoryWriter(store, self.config, self._vectors, self.embed_queries, self._changed_here)
         if not store.readonly:
             self._finish_interrupted_forget()
@@ -118,6 +127,7 @@ class MemoryGraph:
         ids_removed = version[1] != self._data_version[1]
         self._data_version = version
         self._characters.clear()
+        self._lexical.clear()
         self.writer.forget_caches()
         meta = self.store.meta()
         if "dim" in meta:
@@ -127,6 +137,7 @@ class MemoryGraph:
     def _changed_here(self) -> None:
         """This process committed: its caches are already repaired; only derived views go."""
         self._characters.clear()
+        self._lexical.clear()
         self._data_version = self.store.data_version()
 
     # ------------------------------------------------------------------ writing
@@ -138,12 +149,24 @@ class MemoryGraph:
         """The video a memorization writes to, identified by content (see :meth:`MemoryWriter.claim_video`)."""
         return self.writer.claim_video(name, fingerprint, **kwargs)
 
-    def clip(self, video_id: int, clip: int, start: float, end: float):
-        """Context manager collecting one clip's records; commits them in one transaction on exit."""
-        return self.writer.clip(video_id, clip, start, end)
+    def clip(self, video_id: int, clip: int, start: float, end: float, append: bool = False):
+        """Context manager collecting one clip's records; commits them in one transaction on exit
+        (``append``: added to a clip already stored)."""
+        return self.writer.clip(video_id, clip, start, end, append)
 
     def has_clip(self, video_id: int, clip: int) -> bool:
         return self.writer.has_clip(video_id, clip)
+
+    def remember(self, source: str, records: Iterable[TextRecord], *, procedural: bool = False,
+                 progress: Callable[[int], None] | None = None) -> RememberReport:
+        """Store text records as lines of a text source (see :mod:`m3agent.memory.text_sources`)."""
+        kind = NodeKind.PROCEDURAL if procedural else NodeKind.EPISODIC
+        return remember_records(self.store, self.writer, self.embed_queries, source, records, kind=kind,
+                                progress=progress)
+
+    def remember_lesson(self, video_id: int, clip: int, text: str, meta: dict | None = None) -> int:
+        """A procedural line (feedback, a correction) on a video, learned at ``clip``."""
+        return remember_lesson(self.writer, self.embed_queries, video_id, clip, text, meta)
 
     def import_m3(self, source: M3Graph, video_name: str, **kwargs) -> dict:
         """Copy a loaded M3-Agent graph into this memory (see :mod:`m3agent.memory.m3_import`)."""
@@ -172,12 +195,16 @@ class MemoryGraph:
         return self._characters.names(video_id, before_clip)
 
     # ------------------------------------------------------------------ search
-    def search(self, query: str, **kwargs) -> SearchResult:
-        """M3-Agent memory search; see :func:`m3agent.memory.search.search_memory`."""
+    def search(self, query: str, *, retrieval: str | None = None, **kwargs) -> SearchResult:
+        """Memory search; see :func:`m3agent.memory.search.search_memory`. ``retrieval`` overrides the
+        configured ranking ("fused", "dense", "lexical") for this search."""
         self.refresh()
         embedder = self.embedder_required()
-        ctx = SearchContext(self.store, self.vectors, self._characters, embedder.embed, self.config.search,
-                            embedder.relevance_threshold)
+        settings = self.config.search
+        if retrieval is not None and retrieval != settings.retrieval:
+            settings = dataclasses.replace(settings, retrieval=retrieval)
+        ctx = SearchContext(self.store, self.vectors, self._characters, embedder.embed, settings,
+                            embedder.relevance_threshold, self._lexical)
         return search_memory(ctx, query, **kwargs)
 
     # ------------------------------------------------------------------ forgetting

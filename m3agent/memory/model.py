@@ -11,10 +11,23 @@ class NodeKind(IntEnum):
     VOICE = 1
     EPISODIC = 2
     SEMANTIC = 3
+    PROCEDURAL = 4  # what worked and what a user corrected: kept apart from what happened (declarative)
+    SPEAKER = 5  # a named speaker of text records (conversations carry names, not faces or voices)
 
     @property
     def label(self) -> str:
         return self.name.lower()
+
+
+#: what happened and what is known: the lines a memory search returns unless asked for procedures
+DECLARATIVE_KINDS = (NodeKind.EPISODIC, NodeKind.SEMANTIC)
+TEXT_KINDS = (*DECLARATIVE_KINDS, NodeKind.PROCEDURAL)
+ENTITY_KINDS = (NodeKind.FACE, NodeKind.VOICE, NodeKind.SPEAKER)
+
+
+def sql_kinds(kinds) -> str:
+    """``(2, 3)``: an SQL list of node kinds, for ``kind IN ...`` (ints only, never user text)."""
+    return "(" + ", ".join(str(int(k)) for k in kinds) + ")"
 
 
 # Tag kind used in text for each entity node kind.

@@ -7,6 +7,12 @@ threshold that this question has not been shown yet come back whole, tags transl
 ``Equivalence:`` lines left out; ``before_clip`` hides everything after that clip (inclusive
 cut-off, as M3-Agent); a query asking for a character id returns the best individual lines.
 
+Fused search (``SearchConfig.retrieval``, the default) ranks lines by reciprocal-rank fusion of the
+vector ranking (lines at or above the threshold) and BM25 from the DB's lexical index
+(:mod:`m3agent.memory.lexical`); "dense" is M3-Agent's vector search alone, "lexical" BM25 alone. A clip
+reports the cosine similarity of its best line as ``score`` whatever ranked it. Procedural lines (how to act)
+are searched only when asked for (``kinds``), never mixed into what happened.
+
 Search sees the memory through a narrow :class:`SearchContext` (the store's rows, the vector cache,
 characters, an embed function and the settings), never through the graph facade that composes them.
 """
@@ -20,12 +26,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from m3agent.config import SearchConfig
+from m3agent.config import RETRIEVAL_MODES, SearchConfig
 from m3agent.errors import M3AgentError
 from m3agent.memory.characters import CharacterMap, Characters
+from m3agent.memory.lexical import LexicalIndex
+from m3agent.memory.model import DECLARATIVE_KINDS, NodeKind
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.tags import is_equivalence
-from m3agent.memory.vectors import TextVectors
+from m3agent.memory.vectors import LineHits, TextVectors
 from m3agent.memory.visibility import NEVER, node_visible
 
 CHARACTER_ID_QUERY = re.compile(r"\bcharacter[\s_-]*ids?\b", re.IGNORECASE)
@@ -73,6 +81,7 @@ class SearchContext:
     embed: Callable[[Sequence[str]], np.ndarray]
     config: SearchConfig
     default_threshold: float  # the embedder's relevance threshold, used when config.threshold is None
+    lexical: LexicalIndex | None = None  # None: vectors only
 
 
 @dataclass
@@ -89,14 +98,94 @@ class ClipHit:
     id: int
     start: float
     end: float
-    score: float
+    score: float  # cosine similarity of the clip's best line to the query
     lines: list[str]
+    rank_score: float = 0.0  # what clips are ordered by: the fused score (the cosine without hybrid search)
+    lexical: float = 0.0  # BM25 of the clip's best lexical line (0: no word matched)
 
     def to_dict(self, with_video: bool = False) -> dict:
-        out = {"id": self.id, "start": self.start, "end": self.end, "score": round(self.score, 4), "lines": self.lines}
+        out = {"id": self.id, "start": self.start, "end": self.end, "score": round(self.score, 4),
+               "rank_score": round(self.rank_score, 6), "lexical": round(self.lexical, 4), "lines": self.lines}
         if with_video:
             out = {"video": self.video, **out}
         return out
+
+
+@dataclass
+class RankedLines:
+    """Lines in their final order, with each one's fused, dense (cosine) and lexical (BM25) score."""
+
+    ids: np.ndarray
+    video_ids: np.ndarray
+    clips: np.ndarray
+    fused: np.ndarray
+    dense: np.ndarray
+    lexical: np.ndarray
+    complete: bool  # no eligible line above the threshold was left out of the dense ranking
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def rrf(rankings: Sequence[Sequence[int]], k: int) -> dict[int, float]:
+    """Reciprocal-rank fusion: each ranking adds ``1 / (k + rank)`` (rank from 1) to the ids it holds."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, node_id in enumerate(ranking, start=1):
+            fused[node_id] = fused.get(node_id, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def rank_lines(ctx: SearchContext, query: str, queries: np.ndarray, scope: list[int] | None,
+               before_clip: int | None, want: int, *, threshold: float | None = None,
+               restrict: np.ndarray | None = None, kinds=DECLARATIVE_KINDS) -> RankedLines:
+    """The best lines in scope: the ``want`` best by vector (those below ``threshold`` dropped), fused
+    with the best by BM25 (``retrieval`` "fused"), or either alone."""
+    vectors, cfg = ctx.vectors, ctx.config
+    if cfg.retrieval == "lexical":
+        dense = LineHits(*(np.zeros(0, t) for t in (np.int64, np.int64, np.int32, np.float32)), True)
+    else:
+        dense = vectors.top_lines(queries, scope, before_clip, want, restrict, kinds)
+    if threshold is not None:
+        above = dense.scores >= threshold
+        dense = LineHits(dense.ids[above], dense.video_ids[above], dense.clips[above], dense.scores[above],
+                         dense.complete or not above.all())
+    lexical = _lexical_lines(ctx, query, scope, before_clip, restrict, kinds, max(cfg.lexical_top, want))
+    if lexical is None or not len(lexical[0].ids):
+        return RankedLines(dense.ids, dense.video_ids, dense.clips, dense.scores.copy(), dense.scores,
+                           np.zeros(len(dense.ids), np.float32), dense.complete)
+    found, bm25 = lexical
+    fused = rrf([dense.ids.tolist(), found.ids.tolist()], cfg.rrf_k)
+    where: dict[int, tuple[int, int]] = {}
+    for hits in (found, dense):
+        where.update(zip(hits.ids.tolist(), zip(hits.video_ids.tolist(), hits.clips.tolist())))
+    cosine = dict(zip(dense.ids.tolist(), dense.scores.tolist()))
+    extra = [i for i in found.ids.tolist() if i not in cosine]
+    if extra:
+        sims = (np.asarray(queries, np.float32).reshape(-1, vectors.dim) @ vectors.vectors_of(np.asarray(extra)).T)
+        cosine.update(zip(extra, sims.max(axis=0).tolist()))
+    order = sorted(fused, key=lambda i: (-fused[i], i))
+    return RankedLines(
+        np.asarray(order, np.int64), np.asarray([where[i][0] for i in order], np.int64),
+        np.asarray([where[i][1] for i in order], np.int32), np.asarray([fused[i] for i in order], np.float32),
+        np.asarray([cosine[i] for i in order], np.float32),
+        np.asarray([bm25.get(i, 0.0) for i in order], np.float32), dense.complete)
+
+
+def _lexical_lines(ctx: SearchContext, query: str, scope: list[int] | None, before_clip, restrict, kinds,
+                   limit: int) -> tuple[LineHits, dict[int, float]] | None:
+    """The best lines by BM25 that this search may return, with their scores; None for a dense search."""
+    if ctx.lexical is None or ctx.config.retrieval == "dense" or not ctx.lexical.available:
+        return None
+    vectors = ctx.vectors
+    total = len(vectors)
+    if not total:
+        return None
+    in_scope = vectors.scope(scope)
+    share = sum(len(vectors.videos[v]) for v in in_scope) / total
+    found = ctx.lexical.search(query, vectors.id_ranges(scope), share, limit)
+    bm25 = dict(found)
+    return vectors.eligible([i for i, _ in found], scope, before_clip, kinds, restrict), bm25
 
 
 @dataclass
@@ -105,12 +194,15 @@ class SearchResult:
     mode: str  # "clips" or "lines"
     clips: list[ClipHit]
     variants: int = 1
+    lines: list[dict] = field(default_factory=list)  # with ``lines=K``: the best lines one by one
 
     @property
     def empty(self) -> bool:
         return not self.clips
 
     def to_dict(self) -> dict:
+        if self.mode == "lines" and self.lines:
+            return {"lines": self.lines}
         multi = len({c.video_id for c in self.clips}) > 1
         return {"clips": [c.to_dict(with_video=multi) for c in self.clips]}
 
@@ -125,7 +217,11 @@ def with_character_ids(query: str, names: dict[int, str]) -> str:
 
 def search_memory(ctx: SearchContext, query: str, *, video: int | str | None = None, all_videos: bool = False,
                   top_k: int | None = None, threshold: float | None = None, before_clip: int | None = None,
-                  seen: SeenClips | None = None) -> SearchResult:
+                  seen: SeenClips | None = None, lines: int | None = None,
+                  kinds: Sequence[NodeKind] = DECLARATIVE_KINDS) -> SearchResult:
+    """Clips (or with ``lines``, the best single lines) for ``query``; see the module's rules."""
+    if ctx.config.retrieval not in RETRIEVAL_MODES:
+        raise QueryError(f"retrieval must be one of {', '.join(RETRIEVAL_MODES)} (got {ctx.config.retrieval!r})")
     cfg, store = ctx.config, ctx.store
     query = " ".join(str(query).split())
     before_clip = check_before_clip(before_clip)
@@ -147,12 +243,12 @@ def search_memory(ctx: SearchContext, query: str, *, video: int | str | None = N
     entity_ids = cmap.entity_ids(query)
     restrict = np.asarray(store.texts_linked_to(entity_ids), np.int64) if entity_ids else None
     queries = ctx.embed(variants)
-    vectors = ctx.vectors
 
-    if CHARACTER_ID_QUERY.search(query):
-        k = top_k or cfg.line_top_k
-        hits = vectors.top_lines(queries, scope, before_clip, k, restrict)
-        return SearchResult(query, "lines", _line_groups(store, hits, cmap, names), len(variants))
+    if lines is not None or CHARACTER_ID_QUERY.search(query):
+        k = lines or top_k or cfg.line_top_k
+        ranked = rank_lines(ctx, query, queries, scope, before_clip, k, threshold=None, restrict=restrict, kinds=kinds)
+        return SearchResult(query, "lines", _line_groups(store, ranked, k, cmap, names), len(variants),
+                            _line_records(store, ranked, k, cmap, names) if lines is not None else [])
 
     k = top_k or cfg.top_k
     thr = threshold if threshold is not None else cfg.threshold
@@ -161,50 +257,74 @@ def search_memory(ctx: SearchContext, query: str, *, video: int | str | None = N
     already = seen.clips if seen is not None else set()
     want = max(8 * k, 32)
     while True:
-        hits = vectors.top_lines(queries, scope, before_clip, want, restrict)
-        chosen: dict[tuple[int, int], float] = {}
-        below = False
-        for vid, clip, score in zip(hits.video_ids.tolist(), hits.clips.tolist(), hits.scores.tolist()):
-            if score < thr:
-                below = True
-                break
-            key = (vid, clip)
+        ranked = rank_lines(ctx, query, queries, scope, before_clip, want, threshold=thr, restrict=restrict,
+                            kinds=kinds)
+        chosen: dict[tuple[int, int], int] = {}  # clip -> position of its best line
+        for pos, key in enumerate(zip(ranked.video_ids.tolist(), ranked.clips.tolist())):
             if key in already or key in chosen:
                 continue
-            chosen[key] = score
+            chosen[key] = pos
             if len(chosen) == k:
                 break
-        if len(chosen) == k or below or hits.complete:
+        if len(chosen) == k or ranked.complete:
             break
         want *= 4
     if seen is not None:
         seen.clips.update(chosen)
-    clips = [_clip_hit(store, vid, clip, score, cmap, names, before_clip) for (vid, clip), score in chosen.items()]
+    clips = []
+    for (vid, clip), pos in chosen.items():
+        of_clip = (ranked.video_ids == vid) & (ranked.clips == clip)
+        hit = _clip_hit(store, vid, clip, float(ranked.dense[of_clip].max()), cmap, names, before_clip, kinds)
+        hit.rank_score, hit.lexical = float(ranked.fused[pos]), float(ranked.lexical[of_clip].max())
+        clips.append(hit)
     return SearchResult(query, "clips", clips, len(variants))
 
 
-def _clip_hit(store: SQLiteStore, video_id, clip, score, cmap: CharacterMap, names, before_clip) -> ClipHit:
+def _clip_hit(store: SQLiteStore, video_id, clip, score, cmap: CharacterMap, names, before_clip,
+              kinds=DECLARATIVE_KINDS) -> ClipHit:
     start, end = store.clip_spans(video_id, [clip]).get(clip, (float("nan"), float("nan")))
     lines = [
         cmap.translate(n.text)
-        for n in store.text_nodes(video_id, clips=[clip])
+        for n in store.text_nodes(video_id, clips=[clip], kinds=kinds)
         if not is_equivalence(n.text) and node_visible(n, before_clip)
     ]
     return ClipHit(video_id, names.get(video_id, str(video_id)), clip, start, end, score, lines)
 
 
-def _line_groups(store: SQLiteStore, hits, cmap: CharacterMap, names) -> list[ClipHit]:
-    """Best individual lines grouped by clip, clips in time order (M3-Agent's id lookup)."""
-    nodes = {n.id: n for n in store.text_nodes(ids=hits.ids.tolist())}
+def _line_groups(store: SQLiteStore, ranked: RankedLines, k: int, cmap: CharacterMap, names) -> list[ClipHit]:
+    """The ``k`` best individual lines grouped by clip, clips in time order (M3-Agent's id lookup)."""
+    top = ranked.ids[:k].tolist()
+    nodes = {n.id: n for n in store.text_nodes(ids=top, kinds=(*DECLARATIVE_KINDS, NodeKind.PROCEDURAL))}
     groups: dict[tuple[int, int], ClipHit] = {}
-    for node_id, vid, clip, score in zip(hits.ids.tolist(), hits.video_ids.tolist(), hits.clips.tolist(),
-                                         hits.scores.tolist()):
+    for pos, node_id in enumerate(top):
         node = nodes.get(node_id)
         if node is None or is_equivalence(node.text):
             continue
+        vid, clip = int(ranked.video_ids[pos]), int(ranked.clips[pos])
         hit = groups.get((vid, clip))
         if hit is None:
             start, end = store.clip_spans(vid, [clip]).get(clip, (float("nan"), float("nan")))
-            hit = groups[(vid, clip)] = ClipHit(vid, names.get(vid, str(vid)), clip, start, end, score, [])
+            hit = groups[(vid, clip)] = ClipHit(vid, names.get(vid, str(vid)), clip, start, end,
+                                                float(ranked.dense[pos]), [], float(ranked.fused[pos]),
+                                                float(ranked.lexical[pos]))
         hit.lines.append(cmap.translate(node.text))
     return [groups[key] for key in sorted(groups)]
+
+
+def _line_records(store: SQLiteStore, ranked: RankedLines, k: int, cmap: CharacterMap, names) -> list[dict]:
+    """The ``k`` best lines one by one, best first, with their record ids (text sources) and scores."""
+    top = ranked.ids[:k].tolist()
+    nodes = {n.id: n for n in store.text_nodes(ids=top, kinds=(*DECLARATIVE_KINDS, NodeKind.PROCEDURAL))}
+    meta = store.node_meta(top)
+    out = []
+    for pos, node_id in enumerate(top):
+        node = nodes.get(node_id)
+        if node is None:
+            continue
+        about = meta.get(node_id, {})
+        out.append({"id": about.get("record"), "node": node_id, "video": names.get(int(ranked.video_ids[pos])),
+                    "clip": int(ranked.clips[pos]), "kind": node.kind.label, "text": cmap.translate(node.text),
+                    **{key: about[key] for key in ("time", "speaker", "session") if key in about},
+                    "score": round(float(ranked.fused[pos]), 6), "dense": round(float(ranked.dense[pos]), 4),
+                    "lexical": round(float(ranked.lexical[pos]), 4)})
+    return out

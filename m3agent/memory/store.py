@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -32,11 +33,22 @@ from m3agent.memory.errors import (
     ReadOnlyDatabaseError,
     SchemaVersionError,
 )
-from m3agent.memory.model import Clip, NodeKind, TextNode, Video, VoiceSegment
+from m3agent.memory.model import (
+    DECLARATIVE_KINDS,
+    TEXT_KINDS,
+    Clip,
+    NodeKind,
+    TextNode,
+    Video,
+    VoiceSegment,
+    sql_kinds,
+)
 from m3agent.private import private_dir, touch_private
 
+log = logging.getLogger(__name__)
+
 APP_ID = "m3agent"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: text records and the lexical (FTS5) index of lines
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another connection's lock
 PAGE_SIZE = 8192  # five 384-d float32 vectors per page: ~1.6 KiB per vector on disk
@@ -72,6 +84,18 @@ CREATE TABLE voice_segments (
   text TEXT NOT NULL);
 CREATE INDEX voice_segments_by_node ON voice_segments (node_id);
 """
+
+#: schema 2: the record ids of text sources (``remember`` is idempotent on them) and the lexical index
+_SCHEMA_2 = """
+CREATE TABLE records (
+  video_id INTEGER NOT NULL, record TEXT NOT NULL, node_id INTEGER NOT NULL,
+  PRIMARY KEY (video_id, record)) WITHOUT ROWID;
+CREATE INDEX records_by_node ON records (node_id);
+"""
+#: BM25 over the text of lines, inside the DB file; the rows live in ``nodes`` (external content)
+_LEXICAL = ("CREATE VIRTUAL TABLE lines_fts USING fts5(text, content='nodes', content_rowid='id',"
+            " tokenize='unicode61 remove_diacritics 2', detail=none)")
+_TEXT = sql_kinds(TEXT_KINDS)
 
 
 def vec_to_blob(vector: np.ndarray) -> bytes:
@@ -194,6 +218,8 @@ class SQLiteStore:
                 self._create_schema()
             elif not readonly:
                 self.conn.execute("PRAGMA journal_mode = WAL")
+                if int(self.meta().get("schema", "0")) < SCHEMA_VERSION:
+                    self._upgrade()
             if not readonly:
                 self.conn.execute("PRAGMA synchronous = NORMAL")
         except BaseException as exc:
@@ -223,12 +249,45 @@ class SQLiteStore:
         self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         self.conn.execute("PRAGMA journal_mode = WAL")
         with self.transaction():
-            for statement in filter(str.strip, _SCHEMA.split(";")):
+            for statement in filter(str.strip, (_SCHEMA + _SCHEMA_2).split(";")):
                 self.conn.execute(statement)
+            self._create_lexical()
             self.conn.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
                 [("app", APP_ID), ("schema", str(SCHEMA_VERSION)), ("uuid", uuid.uuid4().hex)],
             )
+
+    def _create_lexical(self) -> None:
+        """The FTS5 table, where this SQLite has FTS5 (without it, search is dense only)."""
+        try:
+            self.conn.execute(_LEXICAL)
+        except sqlite3.OperationalError as exc:
+            if "fts5" not in str(exc):
+                raise
+            log.warning("%s: this SQLite has no FTS5; memory search will use vectors only", self.path)
+
+    def _upgrade(self) -> None:
+        """Bring a schema-1 DB to schema 2 in one transaction: records table, lexical index of its lines."""
+        with self.transaction() as c:
+            if int(dict(c.execute("SELECT key, value FROM meta")).get("schema", "0")) >= SCHEMA_VERSION:
+                return  # another process upgraded it meanwhile
+            for statement in filter(str.strip, _SCHEMA_2.split(";")):
+                c.execute(statement)
+            self._create_lexical()
+            if self.has_lexical:
+                c.execute("INSERT INTO lines_fts (lines_fts) VALUES ('rebuild')")
+            c.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+        self.__dict__.pop("has_lexical", None)
+
+    @functools.cached_property
+    def has_lexical(self) -> bool:
+        """Whether the lexical index exists (a schema-1 DB opened read-only, or an SQLite without FTS5, has none)."""
+        row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lines_fts'").fetchone()
+        return row is not None
+
+    @functools.cached_property
+    def has_records(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'records'").fetchone() is not None
 
     def _check_identity(self) -> None:
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -470,15 +529,14 @@ class SQLiteStore:
         clips: Sequence[int] | None = None,
         ids: Sequence[int] | None = None,
         kind: NodeKind | None = None,
+        kinds: Sequence[NodeKind] = DECLARATIVE_KINDS,
     ) -> list[TextNode]:
-        """Text nodes with their entity ids, in id order, filtered as asked."""
-        where, args = ["n.kind IN (2, 3)"], []
+        """Text nodes with their entity ids, in id order, filtered as asked (declarative lines unless
+        ``kind`` or ``kinds`` says otherwise)."""
+        where, args = [f"n.kind IN {sql_kinds([kind] if kind is not None else kinds)}"], []
         if video_id is not None:
             where.append("n.video_id = ?")
             args.append(video_id)
-        if kind is not None:
-            where.append("n.kind = ?")
-            args.append(int(kind))
         if clips is not None:
             where.append(f"n.clip IN ({','.join('?' * len(clips))})")
             args.extend(clips)
@@ -511,7 +569,7 @@ class SQLiteStore:
         q = (
             "SELECT n.id, n.video_id, n.kind, n.clip, COALESCE(n.valid_from, n.clip),"
             " n.invalidated_at, v.vec"
-            " FROM nodes n JOIN vectors v ON v.node_id = n.id WHERE n.kind IN (2, 3) AND n.id > ?"
+            f" FROM nodes n JOIN vectors v ON v.node_id = n.id WHERE n.kind IN {_TEXT} AND n.id > ?"
         )
         args: tuple = (after_id,)
         if video_id is not None:
@@ -529,13 +587,15 @@ class SQLiteStore:
         return float(row[0]) if row else 0.0
 
     def insert_text_nodes(self, rows: Sequence[tuple]) -> None:
-        """rows: ``(id, video_id, kind, clip, text, weight, valid_from, vector_blob)``."""
+        """rows: ``(id, video_id, kind, clip, text, weight, valid_from, vector_blob[, meta dict])``."""
         c = self.conn
         c.executemany(
-            "INSERT INTO nodes (id, video_id, kind, clip, text, weight, valid_from) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [r[:7] for r in rows],
+            "INSERT INTO nodes (id, video_id, kind, clip, text, weight, valid_from, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*r[:7], json.dumps(r[8], ensure_ascii=False) if len(r) > 8 and r[8] else None) for r in rows],
         )
         c.executemany("INSERT INTO vectors (node_id, vec) VALUES (?, ?)", [(r[0], r[7]) for r in rows])
+        if self.has_lexical:
+            c.executemany("INSERT INTO lines_fts (rowid, text) VALUES (?, ?)", [(r[0], r[4]) for r in rows])
 
     def insert_entity_node(self, node_id: int, video_id: int, kind: NodeKind, clip: int, meta: dict | None) -> None:
         self.conn.execute(
@@ -550,6 +610,9 @@ class SQLiteStore:
         self.conn.execute("UPDATE nodes SET invalidated_by = ?, invalidated_at = ? WHERE id = ?", (by, at_clip, node_id))
 
     def update_text(self, node_id: int, text: str, vector: np.ndarray | None) -> None:
+        if self.has_lexical:
+            self._unindex_lines([node_id])
+            self.conn.execute("INSERT INTO lines_fts (rowid, text) VALUES (?, ?)", (node_id, text))
         self.conn.execute("UPDATE nodes SET text = ? WHERE id = ?", (text, node_id))
         if vector is not None:
             self.conn.execute("UPDATE vectors SET vec = ? WHERE node_id = ?", (vec_to_blob(vector), node_id))
@@ -648,9 +711,12 @@ class SQLiteStore:
         ids = sorted(set(node_ids))
         c = self.conn
         c.execute("PRAGMA secure_delete = ON")
+        if self.has_lexical:
+            self._unindex_lines(ids)
         for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
             for table, column in (
+                *((("records", "node_id"),) if self.has_records else ()),
                 ("edges", "text_id"), ("edges", "entity_id"), ("vectors", "node_id"),
                 ("entity_embeddings", "node_id"), ("crops", "node_id"), ("sightings", "node_id"),
                 ("voice_segments", "node_id"),
@@ -658,6 +724,87 @@ class SQLiteStore:
                 c.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
             c.execute(f"UPDATE nodes SET invalidated_by = NULL, invalidated_at = NULL WHERE invalidated_by IN ({marks})", chunk)
             c.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
+
+    def _unindex_lines(self, node_ids: Sequence[int]) -> None:
+        """Take lines out of the lexical index (before their text changes or goes: FTS5 needs it)."""
+        for chunk in _chunks(sorted(set(node_ids))):
+            q = f"SELECT id, text FROM nodes WHERE id IN ({','.join('?' * len(chunk))}) AND text IS NOT NULL"
+            rows = list(self.conn.execute(q, chunk))
+            self.conn.executemany("INSERT INTO lines_fts (lines_fts, rowid, text) VALUES ('delete', ?, ?)", rows)
+
+    def rebuild_lexical(self) -> None:
+        """Rewrite the lexical index from the lines (after a forget: no term of a removed line survives
+        in its pages)."""
+        if self.has_lexical:
+            self.conn.execute("INSERT INTO lines_fts (lines_fts) VALUES ('rebuild')")
+
+    # ------------------------------------------------------------------ lexical search
+    def lexical_search(self, match: str, id_ranges: Sequence[tuple[int, int]] | None, limit: int,
+                       ) -> list[tuple[int, float]]:
+        """``(node id, BM25 score)`` of the best ``limit`` lines for an FTS5 ``match`` expression, higher is
+        better; ``id_ranges`` keeps node ids within these inclusive ranges (a video's lines)."""
+        if not self.has_lexical:
+            return []
+        q = "SELECT rowid, -bm25(lines_fts) FROM lines_fts WHERE lines_fts MATCH ?"
+        out: list[tuple[int, float]] = []
+        for lo_hi in id_ranges if id_ranges is not None else [None]:
+            args: tuple = (match,)
+            clause = ""
+            if lo_hi is not None:
+                clause, args = " AND rowid BETWEEN ? AND ?", (match, int(lo_hi[0]), int(lo_hi[1]))
+            out.extend((int(i), float(s)) for i, s in self.conn.execute(q + clause + " ORDER BY rank LIMIT ?",
+                                                                          (*args, int(limit))))
+        out.sort(key=lambda r: -r[1])
+        return out[:limit]
+
+    def term_documents(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many lines hold each (already tokenized) term: what a lexical query over it costs."""
+        if not self.has_lexical or not terms:
+            return {t: 0 for t in terms}
+        with self._lock:
+            self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.lines_vocab USING fts5vocab(main, lines_fts, row)")
+        q = "SELECT doc FROM temp.lines_vocab WHERE term = ?"
+        return {t: int((self.conn.execute(q, (t,)).fetchone() or (0,))[0]) for t in terms}
+
+    # ------------------------------------------------------------------ text records
+    def record_nodes(self, video_id: int, records: Sequence[str]) -> dict[str, int]:
+        """``record id -> node id`` of the given records already stored for a text source."""
+        if not self.has_records:
+            return {}
+        out: dict[str, int] = {}
+        for start in range(0, len(records), 900):
+            chunk = list(records[start : start + 900])
+            q = f"SELECT record, node_id FROM records WHERE video_id = ? AND record IN ({','.join('?' * len(chunk))})"
+            out.update({r: int(n) for r, n in self.conn.execute(q, (video_id, *chunk))})
+        return out
+
+    def insert_records(self, rows: Iterable[tuple[int, str, int]]) -> None:
+        """rows: ``(video_id, record id, node id)``."""
+        self.conn.executemany("INSERT INTO records (video_id, record, node_id) VALUES (?, ?, ?)", list(rows))
+
+    def node_meta(self, node_ids: Iterable[int]) -> dict[int, dict]:
+        """The JSON ``meta`` of nodes that have one (a text record's id, time, speaker, session)."""
+        out: dict[int, dict] = {}
+        for chunk in _chunks(sorted(set(node_ids))):
+            q = f"SELECT id, meta FROM nodes WHERE meta IS NOT NULL AND id IN ({','.join('?' * len(chunk))})"
+            out.update({int(i): json.loads(m) for i, m in self.conn.execute(q, chunk)})
+        return out
+
+    def speakers(self, video_id: int) -> dict[str, int]:
+        """``name -> node id`` of a text source's speakers."""
+        q = "SELECT json_extract(meta, '$.name'), id FROM nodes WHERE video_id = ? AND kind = ? ORDER BY id"
+        return {str(n): int(i) for n, i in self.conn.execute(q, (video_id, int(NodeKind.SPEAKER))) if n is not None}
+
+    def session_clip(self, video_id: int, session: str) -> int | None:
+        """The clip a text source's session was stored in, None if it was not."""
+        q = "SELECT clip FROM nodes WHERE video_id = ? AND meta IS NOT NULL AND json_extract(meta, '$.session') = ? LIMIT 1"
+        row = self.conn.execute(q, (video_id, session)).fetchone()
+        return None if row is None else int(row[0])
+
+    def last_clip(self, video_id: int) -> int:
+        """The highest clip number of a video, -1 before its first."""
+        row = self.conn.execute("SELECT MAX(clip) FROM clips WHERE video_id = ?", (video_id,)).fetchone()
+        return -1 if row[0] is None else int(row[0])
 
     def delete_voice_segments(self, rowids: Iterable[int]) -> None:
         for chunk in _chunks(sorted(set(rowids))):
@@ -667,7 +814,7 @@ class SQLiteStore:
     def texts_containing(self, video_id: int, word: str) -> list[tuple[int, str]]:
         """``(id, text)`` of a video's text nodes whose text contains ``word`` (ASCII case folded, as
         SQLite's LIKE does; callers confirm with their own pattern)."""
-        q = "SELECT id, text FROM nodes WHERE video_id = ? AND kind IN (2, 3) AND text LIKE ? ESCAPE '\\'"
+        q = f"SELECT id, text FROM nodes WHERE video_id = ? AND kind IN {_TEXT} AND text LIKE ? ESCAPE '\\'"
         return [(int(i), t) for i, t in self.conn.execute(q, (video_id, f"%{_like_escape(word)}%"))]
 
     def segments_containing(self, video_id: int, word: str) -> list[tuple[int, int, str]]:

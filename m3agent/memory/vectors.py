@@ -17,6 +17,7 @@ import numpy as np
 
 from m3agent.config import IndexConfig
 from m3agent.memory.index.flat import FlatIndex
+from m3agent.memory.model import DECLARATIVE_KINDS
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.visibility import NEVER, visible
 from m3agent.private import touch_private
@@ -45,6 +46,7 @@ class VideoVectors:
         self.valid_from = np.zeros(0, np.int32)
         self.dead_at = np.zeros(0, np.int32)  # clip of the invalidating node, NEVER if still valid
         self.row_of: dict[int, int] = {}
+        self.kinds_present: set[int] = set()
 
     def __len__(self) -> int:
         return len(self.index)
@@ -56,12 +58,21 @@ class VideoVectors:
         self.kind = np.concatenate([self.kind, np.asarray(kinds, np.int8)])
         self.valid_from = np.concatenate([self.valid_from, np.asarray(valid_from, np.int32)])
         self.dead_at = np.concatenate([self.dead_at, np.asarray(dead_at, np.int32)])
+        self.kinds_present.update(int(k) for k in np.unique(np.asarray(kinds)))
         for offset, node_id in enumerate(np.asarray(ids).tolist()):
             self.row_of[int(node_id)] = start + offset
 
-    def visible(self, before_clip: int | None) -> np.ndarray:
-        """Rows a reader sees (the as-of rule of :mod:`m3agent.memory.visibility`)."""
-        return visible(self.clip, self.valid_from, self.dead_at, before_clip)
+    def visible(self, before_clip: int | None, kinds=DECLARATIVE_KINDS) -> np.ndarray:
+        """Rows of these kinds a reader sees (the as-of rule of :mod:`m3agent.memory.visibility`)."""
+        mask = visible(self.clip, self.valid_from, self.dead_at, before_clip)
+        wanted = {int(k) for k in kinds}
+        if self.kinds_present <= wanted:
+            return mask
+        return mask & np.isin(self.kind, np.asarray(sorted(wanted), np.int8))
+
+    def id_range(self) -> tuple[int, int]:
+        ids = self.index.ids
+        return int(ids.min()), int(ids.max())
 
 
 class TextVectors:
@@ -195,27 +206,66 @@ class TextVectors:
 
     # ------------------------------------------------------------------ search
     def top_lines(self, queries: np.ndarray, video_ids: list[int] | None, before_clip: int | None,
-                  want: int, restrict: np.ndarray | None = None) -> LineHits:
-        """The ``want`` best visible lines in scope (max score over the query variants)."""
+                  want: int, restrict: np.ndarray | None = None, kinds=DECLARATIVE_KINDS) -> LineHits:
+        """The ``want`` best visible lines of ``kinds`` in scope (max score over the query variants)."""
         queries = np.asarray(queries, np.float32).reshape(-1, self.dim)
-        scope = list(self.videos) if video_ids is None else [v for v in video_ids if v in self.videos]
+        scope = self.scope(video_ids)
         n_scope = sum(len(self.videos[v]) for v in scope)
+        kinds = tuple(int(k) for k in kinds)
         if restrict is None and self._ann_wanted(n_scope):
             if self.ann is None:
                 log.info("building the approximate vector index over %d lines (kept in %s)", len(self), self.sidecar)
                 self.build_ann(progress=log.info)
-            hits = self._ann_lines(queries, set(scope), before_clip, want, n_scope)
+            hits = self._ann_lines(queries, set(scope), before_clip, want, n_scope, kinds)
             if hits is not None:
                 return hits
-        return self._exact_lines(queries, scope, before_clip, want, restrict)
+        return self._exact_lines(queries, scope, before_clip, want, restrict, kinds)
 
-    def _exact_lines(self, queries, scope, before_clip, want, restrict) -> LineHits:
+    def scope(self, video_ids: list[int] | None) -> list[int]:
+        """The videos searched that hold lines (all with None)."""
+        return list(self.videos) if video_ids is None else [v for v in video_ids if v in self.videos]
+
+    def id_ranges(self, video_ids: list[int] | None) -> list[tuple[int, int]] | None:
+        """Inclusive node-id ranges covering the lines of these videos (None: every line), for an index
+        that can only filter by id (the lexical one); ranges that overlap or touch are merged."""
+        if video_ids is None:
+            return None
+        spans = sorted(self.videos[v].id_range() for v in self.scope(video_ids))
+        merged: list[tuple[int, int]] = []
+        for lo, hi in spans:
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+            else:
+                merged.append((lo, hi))
+        return merged
+
+    def eligible(self, ids, video_ids: list[int] | None, before_clip: int | None, kinds=DECLARATIVE_KINDS,
+                 restrict: np.ndarray | None = None) -> LineHits:
+        """Of the candidate line ``ids`` (from another index), those a search with these filters may
+        return, in the given order, with ``scores`` left at zero for the caller to fill."""
+        allowed = set(self.scope(video_ids))
+        keep = set(np.asarray(restrict).tolist()) if restrict is not None else None
+        wanted = np.asarray([int(k) for k in kinds], np.int8)
+        cand = [int(i) for i in ids if self.video_of.get(int(i)) in allowed and (keep is None or int(i) in keep)]
+        vids = np.asarray([self.video_of[i] for i in cand], np.int64)
+        clips = np.zeros(len(cand), np.int32)
+        ok = np.zeros(len(cand), bool)
+        for video_id in np.unique(vids).tolist():
+            at = np.flatnonzero(vids == video_id)
+            vv = self.videos[video_id]
+            rows = np.asarray([vv.row_of[cand[j]] for j in at], np.int64)
+            clips[at] = vv.clip[rows]
+            ok[at] = visible(vv.clip[rows], vv.valid_from[rows], vv.dead_at[rows], before_clip) & np.isin(
+                vv.kind[rows], wanted)
+        return LineHits(np.asarray(cand, np.int64)[ok], vids[ok], clips[ok], np.zeros(int(ok.sum()), np.float32), True)
+
+    def _exact_lines(self, queries, scope, before_clip, want, restrict, kinds=DECLARATIVE_KINDS) -> LineHits:
         parts_ids, parts_vid, parts_clip, parts_score = [], [], [], []
         restrict_set = None if restrict is None else set(np.asarray(restrict).tolist())
         for video_id in scope:
             vv = self.videos[video_id]
             if restrict_set is None:
-                rows = np.flatnonzero(vv.visible(before_clip))
+                rows = np.flatnonzero(vv.visible(before_clip, kinds))
                 if len(rows) == len(vv):
                     scores = vv.index.scores(queries).max(axis=0)
                     rows = np.arange(len(vv))
@@ -224,7 +274,7 @@ class TextVectors:
             else:
                 rows = np.array(sorted(vv.row_of[i] for i in restrict_set if i in vv.row_of), dtype=np.int64)
                 if len(rows):
-                    rows = rows[vv.visible(before_clip)[rows]]
+                    rows = rows[vv.visible(before_clip, kinds)[rows]]
                 scores = vv.index.scores(queries, rows).max(axis=0) if len(rows) else np.zeros(0, np.float32)
             parts_ids.append(vv.index.ids[rows])
             parts_vid.append(np.full(len(rows), video_id, np.int64))
@@ -242,7 +292,7 @@ class TextVectors:
         order = np.lexsort((ids, -scores))
         return LineHits(ids[order], vids[order], clips[order], scores[order], complete)
 
-    def _ann_lines(self, queries, scope: set[int], before_clip, want, n_scope) -> LineHits | None:
+    def _ann_lines(self, queries, scope: set[int], before_clip, want, n_scope, kinds) -> LineHits | None:
         """ANN candidates filtered to scope and visibility; None when the filter is too selective."""
         n_all = len(self)
         fetch = max(4 * want, 64)
@@ -256,7 +306,8 @@ class TextVectors:
                     continue
                 vv = self.videos[video_id]
                 row = vv.row_of[node_id]
-                if not visible(vv.clip[row], vv.valid_from[row], vv.dead_at[row], before_clip):
+                if vv.kind[row] not in kinds or not visible(vv.clip[row], vv.valid_from[row], vv.dead_at[row],
+                                                            before_clip):
                     continue
                 keep_ids.append(node_id)
                 keep_vid.append(video_id)

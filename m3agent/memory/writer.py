@@ -68,6 +68,8 @@ class _Line:
     valid_from: int | None
     contradicts: tuple[int, ...] = ()
     supersedes: tuple[int, ...] = ()
+    meta: dict | None = None  # a text record's id, time, speaker, session
+    links: tuple[int, ...] = ()  # entities the line is about beyond its tags (a record's speaker)
 
 
 @dataclass
@@ -89,8 +91,10 @@ class ClipReport:
 class ClipBatch:
     """Records of one clip. Use as ``with graph.clip(video_id, clip, start, end) as batch: ...``."""
 
-    def __init__(self, writer: MemoryWriter, video_id: int, clip: int, start: float, end: float):
+    def __init__(self, writer: MemoryWriter, video_id: int, clip: int, start: float, end: float,
+                 append: bool = False):
         self.writer, self.video_id, self.clip, self.start, self.end = writer, video_id, clip, start, end
+        self.append = append  # lines added to a clip already stored (a text session, a lesson learned)
         self._base = writer.reserve_ids()
         self._next = self._base
         self._entities: dict[int, _Entity] = {}
@@ -115,6 +119,10 @@ class ClipBatch:
         segs = [VoiceSegment(self.clip, float(s), float(e), str(t)) for s, e, t in segments]
         return self._entity(NodeKind.VOICE, embeddings, node_id, None, meta, segments=segs)
 
+    def speaker(self, name: str, node_id: int | None = None) -> int:
+        """A named speaker of text records: a new node, or ``node_id`` (stored) seen again."""
+        return self._entity(NodeKind.SPEAKER, [], node_id, None, {"name": str(name)} if node_id is None else None)
+
     def _entity(self, kind, embeddings, node_id, qualities, meta, crops=(), segments=()) -> int:
         if node_id is None:
             entity = _Entity(self._new_id(), kind, True, meta=meta)
@@ -133,19 +141,28 @@ class ClipBatch:
         return entity.node_id
 
     # ------------------------------------------------------------------ text
-    def episodic(self, text: str, *, vector: np.ndarray | None = None, valid_from: int | None = None) -> int:
-        return self._line(NodeKind.EPISODIC, text, vector, valid_from, (), ())
+    def episodic(self, text: str, *, vector: np.ndarray | None = None, valid_from: int | None = None,
+                 meta: dict | None = None, links: Sequence[int] = ()) -> int:
+        return self._line(NodeKind.EPISODIC, text, vector, valid_from, (), (), meta, links)
+
+    def procedural(self, text: str, *, vector: np.ndarray | None = None, meta: dict | None = None,
+                   links: Sequence[int] = ()) -> int:
+        """A procedural line: how to act (what worked, what a user corrected), not what happened."""
+        return self._line(NodeKind.PROCEDURAL, text, vector, None, (), (), meta, links)
 
     def semantic(self, text: str, *, vector: np.ndarray | None = None, valid_from: int | None = None,
                  contradicts: Sequence[int] = (), supersedes: Sequence[int] = ()) -> int:
         """A semantic line. ``contradicts`` weakens those nodes; ``supersedes`` invalidates them now."""
         return self._line(NodeKind.SEMANTIC, text, vector, valid_from, tuple(contradicts), tuple(supersedes))
 
-    def _line(self, kind, text, vector, valid_from, contradicts, supersedes) -> int:
+    def _line(self, kind, text, vector, valid_from, contradicts, supersedes, meta=None, links=()) -> int:
         text = " ".join(str(text).split())
         if not text:
             raise ValueError("empty memory line")
-        line = _Line(self._new_id(), kind, text, vector, valid_from, contradicts, supersedes)
+        unknown = [e for e in links if e not in self._entities]
+        if unknown:
+            raise ValueError(f"lines link to entities of their own clip (speaker() first): {unknown}")
+        line = _Line(self._new_id(), kind, text, vector, valid_from, contradicts, supersedes, meta, tuple(links))
         self._lines.append(line)
         return line.node_id
 
@@ -224,10 +241,15 @@ class ClipBatch:
         for line in plan.inserted_lines:
             valid_from = self.clip if line.valid_from is None else line.valid_from
             rows.append((line.node_id, self.video_id, int(line.kind), self.clip, line.text, 1.0, valid_from,
-                         vec_to_blob(line.vector)))
-            edges.extend((line.node_id, e, 1.0) for e in entity_ids(line.text) if e in known_entities)
+                         vec_to_blob(line.vector), line.meta))
+            linked = {e for e in entity_ids(line.text) if e in known_entities} | set(line.links)
+            edges.extend((line.node_id, e, 1.0) for e in sorted(linked))
             self.report.inserted.append(line.node_id)
         store.insert_text_nodes(rows)
+        records = [(self.video_id, str(ln.meta["record"]), ln.node_id)
+                   for ln in plan.inserted_lines if ln.meta and "record" in ln.meta]
+        if records:
+            store.insert_records(records)
         store.add_edges(edges)
         for node_id, count in plan.reinforce.items():
             store.bump_edges(node_id, count)
@@ -287,9 +309,10 @@ class MemoryWriter:
                 store.update_video_meta(video_id, fingerprint=fingerprint)
             return video_id
 
-    def clip(self, video_id: int, clip: int, start: float, end: float) -> _ClipContext:
-        """Context manager collecting one clip's records; commits them in one transaction on exit."""
-        return _ClipContext(ClipBatch(self, video_id, clip, start, end))
+    def clip(self, video_id: int, clip: int, start: float, end: float, append: bool = False) -> _ClipContext:
+        """Context manager collecting one clip's records; commits them in one transaction on exit. With
+        ``append`` the clip may already be stored and the records are added to it."""
+        return _ClipContext(ClipBatch(self, video_id, clip, start, end, append))
 
     def has_clip(self, video_id: int, clip: int) -> bool:
         return self.store.has_clip(video_id, clip)
@@ -335,7 +358,8 @@ class MemoryWriter:
                                  f"DB uses {self.vectors.dim}")
         store = self.store
         with self.lock:
-            if store.has_clip(batch.video_id, batch.clip):
+            stored = store.has_clip(batch.video_id, batch.clip)
+            if stored and not batch.append:
                 raise ClipAlreadyStoredError(f"clip {batch.clip} of video {batch.video_id} is already stored")
             with store.transaction():
                 if store.next_node_id() > batch._base:
@@ -343,7 +367,8 @@ class MemoryWriter:
                 known_entities = batch._write_entities()
                 plan = batch._plan_semantics(known_entities)
                 batch._write_lines(plan, known_entities)
-                store.insert_clip(batch.video_id, batch.clip, batch.start, batch.end)
+                if not stored:
+                    store.insert_clip(batch.video_id, batch.clip, batch.start, batch.end)
             self._after_commit(batch.video_id, batch.clip, plan.inserted_lines, plan.invalidations)
         self._release_ids(batch._next)
         return batch.report
@@ -392,6 +417,7 @@ class MemoryWriter:
                 store.delete_voice_segments(plan.segments)
                 for i, (node_id, text) in enumerate(plan.rewritten):
                     store.update_text(node_id, text, None if new_vectors is None else new_vectors[i])
+                store.rebuild_lexical()  # no term of a removed line may survive in the index's pages
                 store.bump_index_epoch()
                 store.set_meta(SCRUB_PENDING, "1")
             self.vectors.reset()

@@ -15,7 +15,7 @@ def test_clip_level_top_k_best_line_first(kitchen):
     assert result.mode == "clips"
     assert clip_ids(result)[0] == 3
     assert len(result.clips) == 2
-    assert result.clips[0].score >= result.clips[1].score
+    assert result.clips[0].rank_score >= result.clips[1].rank_score
     assert kitchen.search("pasta", top_k=1, threshold=0.1).clips[0].id == 3
 
 

@@ -1,0 +1,138 @@
+"""Text records on the video core: sessions as clips, speakers as entities, ids stored once, procedures apart."""
+
+import json
+
+import numpy as np
+import pytest
+
+from m3agent.memory import MemoryGraph
+from m3agent.memory.model import NodeKind
+from m3agent.memory.text_sources import (
+    NotATextSourceError,
+    RecordError,
+    TextRecord,
+    parse_record,
+    read_records,
+)
+
+CHAT = [
+    {"id": "D1:1", "text": "I went to the LGBTQ support group yesterday", "time": "8 May 2023", "speaker": "Caroline",
+     "session": "1"},
+    {"id": "D1:2", "text": "That is great, I painted a sunrise", "time": "8 May 2023", "speaker": "Melanie",
+     "session": "1"},
+    {"id": "D2:1", "text": "We went camping with the kids", "time": "25 May 2023", "speaker": "Melanie", "session": "2"},
+]
+
+
+def records(items=CHAT):
+    return [parse_record(r) for r in items]
+
+
+def test_records_become_lines_of_session_clips_with_speakers(db_path, embedder):
+    with MemoryGraph.open(db_path, embedder=embedder) as graph:
+        report = graph.remember("conv", records())
+        assert report.to_dict() == {"source": "conv", "added": 3, "already_stored": 0, "clips": 2}
+        video = graph.resolve_video("conv")
+        assert [c.id for c in graph.clips(video.id)] == [0, 1]
+        lines = graph.store.text_nodes(video.id)
+        assert [n.text for n in lines] == [
+            "[8 May 2023] Caroline: I went to the LGBTQ support group yesterday",
+            "[8 May 2023] Melanie: That is great, I painted a sunrise",
+            "[25 May 2023] Melanie: We went camping with the kids"]
+        assert [n.clip for n in lines] == [0, 0, 1]
+        speakers = graph.store.speakers(video.id)
+        assert set(speakers) == {"Caroline", "Melanie"}
+        assert graph.store.texts_linked_to([speakers["Melanie"]]) == [lines[1].id, lines[2].id]
+        assert graph.store.node_meta([lines[0].id])[lines[0].id] == {
+            "record": "D1:1", "time": "8 May 2023", "speaker": "Caroline", "session": "1"}
+
+
+def test_the_same_ids_are_stored_once_and_a_session_continues_in_its_clip(db_path, embedder):
+    with MemoryGraph.open(db_path, embedder=embedder) as graph:
+        graph.remember("conv", records())
+        again = graph.remember("conv", records() + records([{"id": "D1:3", "text": "Thanks!", "speaker": "Caroline",
+                                                              "session": "1"}, {"id": "X", "text": "no session"}]))
+        assert (again.added, again.already) == (2, 3)
+        video = graph.resolve_video("conv").id
+        texts = {n.text: n.clip for n in graph.store.text_nodes(video)}
+        assert texts["Caroline: Thanks!"] == 0  # back in session 1's clip
+        assert texts["no session"] == 2
+        assert len(graph.store.speakers(video)) == 2  # Caroline is the same speaker node
+        duplicates = graph.remember("conv", records([{"id": "Y", "text": "one"}, {"id": "Y", "text": "two"}]))
+        assert (duplicates.added, duplicates.already) == (1, 1)
+
+
+def test_procedural_lines_are_kept_apart(db_path, embedder):
+    with MemoryGraph.open(db_path, embedder=embedder) as graph:
+        graph.remember("conv", records())
+        graph.remember("conv", [TextRecord("F1", "When the user asks about camping, give the date of the trip")],
+                       procedural=True)
+        declarative = graph.search("camping trip date", lines=10, threshold=0.0).lines
+        assert declarative and all(line["kind"] == "episodic" for line in declarative)
+        clips = graph.search("camping trip date", top_k=5, threshold=0.0).clips
+        assert all("give the date" not in line for clip in clips for line in clip.lines)
+        lessons = graph.search("camping", lines=10, kinds=[NodeKind.PROCEDURAL]).lines
+        assert [line["id"] for line in lessons] == ["F1"]
+
+
+def test_a_lesson_on_a_video_is_seen_from_its_clip_on(kitchen):
+    node = kitchen.remember_lesson(kitchen.video, 2, "When asked about the fridge, check the latest clip",
+                                   meta={"record": "q1"})
+    kinds = [NodeKind.PROCEDURAL]
+    assert [line["node"] for line in kitchen.search("fridge", lines=5, kinds=kinds).lines] == [node]
+    assert kitchen.search("fridge", lines=5, kinds=kinds, before_clip=1).lines == []
+    assert [c.id for c in kitchen.clips(kitchen.video)] == [0, 1, 2, 3]  # no clip was added
+    with pytest.raises(ValueError, match="no clip 9"):
+        kitchen.remember_lesson(kitchen.video, 9, "nowhere")
+
+
+def test_a_video_is_not_a_text_source(kitchen):
+    with pytest.raises(NotATextSourceError, match="is a video"):
+        kitchen.remember("kitchen", records())
+
+
+@pytest.mark.parametrize("value, reason", [
+    ([1, 2], "JSON object"),
+    ({"text": "no id"}, "no usable"),
+    ({"id": True, "text": "x"}, "no usable"),
+    ({"id": "a", "text": "  "}, 'no "text"'),
+    ({"id": "a", "text": "x", "speaker": {"n": 1}}, "must be text"),
+])
+def test_bad_records_say_what_is_wrong(value, reason):
+    with pytest.raises(ValueError, match=reason):
+        parse_record(value)
+
+
+def test_a_bad_line_is_reported_and_the_rest_is_read(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join([json.dumps(CHAT[0]), "{oops", json.dumps({"id": 3}), "", json.dumps(CHAT[2])]))
+    found, problems = read_records(path)
+    assert [r.id for r in found] == ["D1:1", "D2:1"]
+    assert [n for n, _ in problems] == [2, 3] and "not JSON" in problems[0][1]
+    with pytest.raises(RecordError, match="not found"):
+        read_records(tmp_path / "missing.jsonl")
+    (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(RecordError, match="cannot read"):
+        read_records(tmp_path / "bin.jsonl")
+
+
+def test_a_crash_mid_remember_resumes_where_it_stopped(db_path, embedder):
+    many = [{"id": f"r{i}", "text": f"line number {i}"} for i in range(10)]
+
+    class Crash(Exception):
+        pass
+
+    def stop_after_four(count, seen=[]):  # noqa: B006 - a counter across calls
+        seen.append(count)
+        if sum(seen) >= 4:
+            raise Crash
+
+    with MemoryGraph.open(db_path, embedder=embedder) as graph:
+        with pytest.raises(Crash):
+            graph.remember("notes", records(many), progress=stop_after_four)
+        video = graph.resolve_video("notes").id
+        assert len(graph.store.text_nodes(video)) == 4  # whole clips only
+        report = graph.remember("notes", records(many))
+        assert (report.added, report.already) == (6, 4)
+        assert len(graph.store.text_nodes(video)) == 10
+        assert np.all(np.diff([c.id for c in graph.clips(video)]) == 1)
