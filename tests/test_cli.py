@@ -31,10 +31,10 @@ def test_search_json(db, capsys):
     data = json.loads(out)
     assert list(data) == ["clips"]
     first = data["clips"][0]
-    assert set(first) == {"id", "start", "end", "score", "lines"}
+    assert set(first) == {"id", "start", "end", "score", "rank_score", "lexical", "lines"}
     assert first["id"] == 1 and first["start"] == 30.0
-    scores = [c["score"] for c in data["clips"]]
-    assert scores == sorted(scores, reverse=True)
+    ranks = [c["rank_score"] for c in data["clips"]]
+    assert ranks == sorted(ranks, reverse=True)
 
 
 def test_search_before_clip_and_text_output(db, capsys):
@@ -48,7 +48,7 @@ def test_search_before_clip_and_text_output(db, capsys):
 def test_export_and_inspect(db, capsys):
     code, out, _ = run(capsys, "export", db)
     data = json.loads(out)
-    assert code == 0 and data["schema"] == 1 and len(data["clips"]) == 4
+    assert code == 0 and data["schema"] == 2 and len(data["clips"]) == 4
     assert {"id", "kind", "clip", "text", "entities", "weight"} <= set(data["nodes"][2])
     code, out, _ = run(capsys, "inspect", db, "--json", "--check")
     info = json.loads(out)
@@ -217,3 +217,59 @@ def test_ctrl_c_is_one_line(db, capsys, monkeypatch):
     except KeyboardInterrupt:
         code, err = "a traceback", ""
     assert code == 130 and err == "m3agent search: interrupted\n"
+
+
+def test_remember_then_search_lines_and_many_queries(tmp_path, capsys):
+    db = str(tmp_path / "text.db")
+    records = tmp_path / "r.jsonl"
+    records.write_text("\n".join([
+        json.dumps({"id": "D1:1", "text": "I adopted a puppy named Rex", "speaker": "Ann", "session": "1",
+                    "time": "3 June 2023"}),
+        "not json",
+        json.dumps({"id": "D1:2", "text": "Rex loves the beach", "speaker": "Ben", "session": "1"}),
+        json.dumps({"id": "D2:1", "text": "We painted the kitchen blue", "speaker": "Ann", "session": "2"}),
+    ]) + "\n")
+    hashing = ["--set", "embedder.backend=hashing"]
+    code, out, err = run(capsys, *hashing, "remember", db, "--source", "chat", "--jsonl", str(records), "--quiet")
+    assert code == 0 and "line 2 skipped: not JSON" in err
+    assert json.loads(out) == {"source": "chat", "added": 3, "already_stored": 0, "clips": 2, "skipped_lines": 1}
+    code, out, _ = run(capsys, *hashing, "remember", db, "--source", "chat", "--jsonl", str(records), "--quiet")
+    assert json.loads(out)["added"] == 0 and json.loads(out)["already_stored"] == 3
+
+    code, out, _ = run(capsys, "search", db, "what is the puppy called", "--video", "chat", "--lines", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["lines"][0]["id"] == "D1:1" and data["lines"][0]["speaker"] == "Ann"
+    assert {"score", "dense", "lexical", "time", "session", "clip", "text"} <= set(data["lines"][0])
+
+    queries = tmp_path / "q.txt"
+    queries.write_text('kitchen colour\n{"query": "beach", "id": "q-beach"}\n{"nope": 1}\n\n')
+    code, out, _ = run(capsys, "search", db, "--queries", str(queries), "--lines", "1")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and [r["id"] for r in rows] == [1, "q-beach", 3]
+    assert rows[0]["lines"][0]["id"] == "D2:1" and rows[1]["lines"][0]["id"] == "D1:2"
+    assert "error" in rows[2] and "lines" not in rows[2]
+
+    lessons = tmp_path / "lessons.jsonl"
+    lessons.write_text(json.dumps({"id": "F1", "text": "Give pet names exactly as the user wrote them"}) + "\n")
+    code, out, _ = run(capsys, *hashing, "remember", db, "--source", "chat", "--jsonl", str(lessons), "--procedural",
+                       "--quiet")
+    assert code == 0
+    code, out, _ = run(capsys, "search", db, "pet names", "--video", "chat", "--lines", "5", "--json", "--procedural")
+    assert [line["id"] for line in json.loads(out)["lines"]] == ["F1"]
+    code, out, _ = run(capsys, "search", db, "pet names", "--video", "chat", "--lines", "5", "--json")
+    assert "F1" not in [line["id"] for line in json.loads(out)["lines"]]
+
+
+def test_remember_and_search_refuse_what_they_cannot_use(tmp_path, capsys, db):
+    code, _, err = run(capsys, "remember", db, "--source", "x", "--jsonl", str(tmp_path / "none.jsonl"))
+    assert code == 2 and "records file not found" in err
+    records = tmp_path / "r.jsonl"
+    records.write_text(json.dumps({"id": 1, "text": "hello"}) + "\n")
+    code, _, err = run(capsys, "remember", db, "--source", "kitchen", "--jsonl", str(records))
+    assert code == 2 and "is a video, not a text source" in err
+    code, _, err = run(capsys, "search", db)
+    assert code == 2 and "give a query" in err
+    code, _, err = run(capsys, "search", db, "x", "--lines", "0")
+    assert code == 2 and "--lines must be >= 1" in err
+    code, _, err = run(capsys, "--set", "memory.search.retrieval=bm42", "search", db, "x")
+    assert code == 2 and "memory.search.retrieval must be one of" in err

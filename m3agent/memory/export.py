@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from m3agent.memory.characters import Characters
-from m3agent.memory.model import TAG_OF_KIND, NodeKind, Video
+from m3agent.memory.model import TAG_OF_KIND, TEXT_KINDS, NodeKind, Video
 from m3agent.memory.store import SCHEMA_VERSION, SQLiteStore
 
 
@@ -22,18 +22,26 @@ def export_video(store: SQLiteStore, characters: Characters, video: Video) -> di
                 {"clip": s.clip, "start": s.start, "end": s.end, "text": s.text} for s in segments.get(node_id, [])
             ]
         nodes.append(entry)
-    for node in store.text_nodes(video.id):
-        nodes.append({"id": node.id, "kind": node.kind.label, "clip": node.clip, "text": node.text,
-                      "entities": node.entities, "weight": node.weight,
-                      "valid_from": node.clip if node.valid_from is None else node.valid_from,
-                      "invalidated_by": node.invalidated_by, "invalidated_at": node.invalidated_at})
+    for name, node_id in store.speakers(video.id).items():
+        nodes.append({"id": node_id, "kind": NodeKind.SPEAKER.label, "name": name, "clips": sightings.get(node_id, []),
+                      "text": None, "entities": []})
+    text_nodes = store.text_nodes(video.id, kinds=TEXT_KINDS)
+    meta = store.node_meta(n.id for n in text_nodes)
+    for node in text_nodes:
+        entry = {"id": node.id, "kind": node.kind.label, "clip": node.clip, "text": node.text,
+                 "entities": node.entities, "weight": node.weight,
+                 "valid_from": node.clip if node.valid_from is None else node.valid_from,
+                 "invalidated_by": node.invalidated_by, "invalidated_at": node.invalidated_at}
+        if node.id in meta:
+            entry["record"] = meta[node.id]
+        nodes.append(entry)
     nodes.sort(key=lambda n: n["id"])
     cmap = characters.of(video.id)
     names = characters.names(video.id)
     return {
         "schema": SCHEMA_VERSION,
         "video": {"name": video.name, "path": video.path, "duration": video.duration,
-                  "clip_seconds": video.clip_seconds},
+                  "clip_seconds": video.clip_seconds, "kind": store.video_meta(video.id).get("kind", "video")},
         "clips": [{"id": c.id, "start": c.start, "end": c.end} for c in store.clips(video.id)],
         "nodes": nodes,
         "characters": cmap.as_tags(),
