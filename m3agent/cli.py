@@ -340,6 +340,25 @@ def cmd_bench_m3(args, config: Config) -> int:
                        videos=Path(args.videos) if args.videos else None, progress=bar.update,
                        notice=lambda text: bar.write(text) if not args.quiet else None)
     context = _bench_context(args, config)
+    if args.feedback:
+        from m3agent.jobs.bench_feedback import run_feedback_bench
+
+        bar.total = 2 * len(items)
+        try:
+            result = run_feedback_bench(items, setup, benchmark=args.title or Path(args.annotations).name,
+                                        context=context, correction_rate=args.correction_rate)
+        except BenchInterrupted:
+            bar.close()
+            print("interrupted: run the same command to resume", file=sys.stderr)
+            return 130
+        bar.close()
+        if args.json:
+            _print_json(result)
+        for part in ("later questions", "second half"):
+            a, b = result[part]["without"], result[part]["with"]
+            print(f"{part}: without feedback memory {a['correct']}/{a['questions']}, with it {b['correct']}/{b['questions']}")
+        print(f"report: {out / 'feedback.md'}")
+        return 0
     try:
         summary = run_bench(items, setup, benchmark=args.title or Path(args.annotations).name, context=context)
     except BenchInterrupted as stop:
@@ -386,6 +405,50 @@ def _bench_context(args, config: Config) -> dict[str, str]:
                        f"batches of {config.control.batch_size}; search top {search.top_k} clips, threshold {threshold}",
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
             "date": datetime.date.today().isoformat()}
+
+
+def cmd_bench_memorybench(args, config: Config) -> int:
+    import dataclasses as dc
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from m3agent import factory
+    from m3agent.config import ConfigError
+    from m3agent.eval.memorybench.records import load_records
+    from m3agent.jobs.memorybench import MemoryBenchSetup, run_memorybench
+
+    data = args.data or os.environ.get("MEMORY_BENCH_PATH")
+    if not data:
+        raise ConfigError("give --data PATH (or set MEMORY_BENCH_PATH): MemoryBench records, JSON lines or the "
+                          "published dataset folder")
+    records = load_records(data)
+    if args.datasets:
+        wanted = {d.strip() for d in args.datasets.split(",")}
+        records = [r for r in records if r.dataset in wanted or r.problem]
+    if args.systems:
+        config = dc.replace(config, bench=dc.replace(config.bench, memorybench=dc.replace(
+            config.bench.memorybench, systems=args.systems)))
+    root = Path(data)
+    corpus = (root if root.is_dir() else root.parent) / "corpus"
+    mb = config.bench.memorybench
+    bar = tqdm(unit="answer", disable=args.quiet)
+    setup = MemoryBenchSetup(out=Path(args.out), config=config, embedder=lambda: factory.build_embedder(config.embedder),
+                             chat=lambda: factory.build_chat(mb.answer), user=lambda: factory.build_chat(mb.user),
+                             judge=lambda: factory.build_chat(mb.judge), corpus_dir=corpus if corpus.is_dir() else None,
+                             progress=bar.update, notice=lambda text: bar.write(text) if not args.quiet else None)
+    context = {"command": "m3agent " + " ".join(sys.argv[1:]) if sys.argv else "m3agent bench memorybench",
+               "systems": config.bench.memorybench.systems,
+               "answer model": f"{mb.answer.backend} {mb.answer.model}".strip(),
+               "user model": f"{mb.user.backend} {mb.user.model}".strip(),
+               "judge model": f"{mb.judge.backend} {mb.judge.model}".strip()}
+    summary = run_memorybench(records, args.driver, setup, context)
+    bar.close()
+    if args.json:
+        _print_json(summary)
+    else:
+        print(Path(args.out) / "report.md")
+    return 0
 
 
 def cmd_demo(args, config: Config) -> int:
@@ -502,7 +565,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default=None, help="the report's title (default: the annotation file's name)")
     p.add_argument("--json", action="store_true", help="also print the summary as JSON")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--feedback", action="store_true",
+                   help="a simulated user's feedback after each answer, kept as procedural memory; compares later "
+                        "questions with and without it (OUT/without, OUT/with, OUT/feedback.md)")
+    p.add_argument("--correction-rate", type=float, default=None, metavar="P",
+                   help="with --feedback: how often a wrong answer is corrected with the reference "
+                        "(default: the action model's dislike probability)")
     p.set_defaults(func=cmd_bench_m3)
+
+    p = bench.add_parser("memorybench", help="MemoryBench: memory systems fed by a driver, scored with user feedback")
+    p.add_argument("--data", default=None, help="records: JSON lines, JSON, Parquet, or the published dataset folder "
+                   "(default: $MEMORY_BENCH_PATH); corpora from corpus/ beside or inside it")
+    p.add_argument("--driver", required=True, choices=["off-policy", "stepwise", "on-policy"])
+    p.add_argument("--out", required=True, help="folder for results.jsonl, lived.jsonl, report.md, summary.json, memories/")
+    p.add_argument("--systems", default=None, help="comma-separated: core, bm25-m, bm25-s, embed-m, embed-s")
+    p.add_argument("--datasets", default=None, help="comma-separated dataset names (default: all in --data)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_bench_memorybench)
 
     p = sub.add_parser("forget", help="remove a person: their faces, voice, lines, and what others said of them")
     p.add_argument("db")

@@ -58,8 +58,8 @@ class SearchConfig:
     #: vectors), "dense" (vectors only, M3-Agent's search) or "lexical" (BM25 only)
     retrieval: str = "fused"
     rrf_k: int = 60  # reciprocal-rank fusion: a line ranked r adds 1 / (rrf_k + r)
-    lexical_top: int = 50  # lexical candidates per search
-    lexical_postings: int = 5000  # lines BM25 may score per search (rarest query words first)
+    lexical_top: int = 20  # lexical candidates per search
+    lexical_postings: int = 1000  # lines BM25 may score per search (rarest query words first)
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,7 @@ class ControlConfig:
     max_tokens: int = 1024
     temperature: float = 0.0
     seed_search: bool = True  # search the question itself before round 1 (M3-Agent starts with no evidence)
+    lessons: int = 3  # procedural lines (feedback learned earlier) shown with the question; 0: none
     batch_size: int = 16  # questions `m3agent qa` moves through their rounds together
     chat: ChatConfig = field(default_factory=ChatConfig)
 
@@ -153,9 +154,28 @@ class JudgeConfig:
 
 
 @dataclass(frozen=True)
+class MemoryBenchConfig:
+    """MemoryBench: the systems scored, the simulated user and judge models, and the drivers' sizes
+    (the published ones by default: batches of 100, 10 on-policy steps, 3 answers per dialog)."""
+
+    systems: str = "core,bm25-m,bm25-s,embed-m,embed-s"  # comma-separated
+    answer: ChatConfig = field(default_factory=ChatConfig)  # the model the systems answer with
+    user: ChatConfig = field(default_factory=ChatConfig)  # plays the user (LLM-as-user path)
+    judge: ChatConfig = field(default_factory=ChatConfig)  # grades judge-scored datasets
+    top_k: int = 5  # memory lines shown per answer
+    lessons: int = 3  # procedural lines shown per answer (systems that learn them)
+    batch: int = 100
+    steps: int = 10
+    max_rounds: int = 3
+    seed: int = 42
+    max_tokens: int = 512
+
+
+@dataclass(frozen=True)
 class BenchConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     workers: int = 1  # videos answered at once (their questions share the control backend)
+    memorybench: MemoryBenchConfig = field(default_factory=MemoryBenchConfig)
 
 
 @dataclass(frozen=True)
@@ -293,6 +313,7 @@ _POSITIVE = {
     ChatConfig: {"timeout", "concurrency", "context", "tensor_parallel", "gpu_memory"},
     ControlConfig: {"max_rounds", "max_tokens", "batch_size"},
     BenchConfig: {"workers"},
+    MemoryBenchConfig: {"top_k", "batch", "steps", "max_rounds", "max_tokens"},
 }
 _SIGNED = {SearchConfig: {"threshold"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"seed"}}
 _AT_MOST_ONE = {IndexConfig: {"target_recall"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"gpu_memory"},
@@ -335,6 +356,10 @@ def validate(config: Config) -> None:
              ("chat", mc.chat.backend, "memorize.chat.backend"),
              ("chat", config.control.chat.backend, "control.chat.backend"),
              ("judge", config.bench.judge.backend, "bench.judge.backend")]
+    mb = config.bench.memorybench
+    named += [("chat", mb.answer.backend, "bench.memorybench.answer.backend"),
+              ("chat", mb.user.backend, "bench.memorybench.user.backend"),
+              ("chat", mb.judge.backend, "bench.memorybench.judge.backend")]
     if config.bench.judge.backend == "chat":
         named.append(("chat", config.bench.judge.chat.backend, "bench.judge.chat.backend"))
     if pc.voice_backend:

@@ -56,6 +56,8 @@ class Memory(Protocol):
 
     def characters(self, video_id: int, before_clip: int | None = None) -> CharacterMap: ...
 
+    def lessons(self, video_id: int, query: str, k: int, before_clip: int | None = None) -> list[str]: ...
+
 
 @dataclass
 class QuestionState:
@@ -105,6 +107,9 @@ class ControlStep:
             video_id = self.video_of(question)
         except MemoryStoreError as exc:
             return QuestionState(question, -1, [], error=str(exc))
+        lessons = self.memory.lessons(video_id, question.text, self.config.lessons, question.before_clip)
+        if lessons:
+            system += "\n\n" + load_prompt("control_lessons").format(lessons="\n".join(f"- {x}" for x in lessons))
         state = QuestionState(question, video_id, [{"role": "system", "content": system}])
         if self.config.seed_search:
             step = Round("search", question.text, by="seed")

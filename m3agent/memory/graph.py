@@ -207,6 +207,18 @@ class MemoryGraph:
                             embedder.relevance_threshold, self._lexical)
         return search_memory(ctx, query, **kwargs)
 
+    def lessons(self, video_id: int, query: str, k: int, before_clip: int | None = None) -> list[str]:
+        """Up to ``k`` procedural lines of a video (feedback learned before ``before_clip``) for ``query``;
+        nothing is embedded when the video has none."""
+        if k <= 0:
+            return []
+        self.refresh()
+        held = self.vectors.videos.get(video_id)
+        if held is None or int(NodeKind.PROCEDURAL) not in held.kinds_present:
+            return []
+        found = self.search(query, video=video_id, lines=k, before_clip=before_clip, kinds=[NodeKind.PROCEDURAL])
+        return [line["text"] for line in found.lines]
+
     # ------------------------------------------------------------------ forgetting
     def forget(self, video_id: int, character: int | str, *, keep_mentions: bool = False,
                wait: float = 30.0) -> dict:

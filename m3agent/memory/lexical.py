@@ -16,6 +16,8 @@ from collections.abc import Sequence
 
 from m3agent.memory.store import SQLiteStore
 
+#: a scoped search also steps through whole posting lists to reach its id range: at most this many budgets
+SEEK_BUDGETS = 5
 _TAG = re.compile(r"<[a-z]+_\d+>")
 _WORD = re.compile(r"[^\W_]+")
 #: words too common to select anything (English; other languages rely on the budget alone)
@@ -45,7 +47,7 @@ def match_expression(words: Sequence[str]) -> str:
 class LexicalIndex:
     """BM25 over one DB's lines. Per-term document counts are cached until the DB changes (:meth:`clear`)."""
 
-    def __init__(self, store: SQLiteStore, postings: int = 5000):
+    def __init__(self, store: SQLiteStore, postings: int = 1000):
         self.store = store
         self.postings = postings
         self._documents: dict[str, int] = {}
@@ -71,12 +73,12 @@ class LexicalIndex:
 
     def choose(self, words: Sequence[str], share: float) -> list[str]:
         """Rarest first, the words whose lines in scope (``share`` of all lines) fit the budget; a
-        scoped search also pays for skipping through whole posting lists, bounded at 20 budgets."""
+        scoped search also pays for stepping through whole posting lists, bounded at SEEK_BUDGETS budgets."""
         counts = self.documents(words)
         chosen, scored, skipped = [], 0.0, 0
         for word in sorted((w for w in words if counts[w] > 0), key=lambda w: (counts[w], w)):
             count = counts[word]
-            if scored + count * share > self.postings or skipped + count > 20 * self.postings:
+            if scored + count * share > self.postings or skipped + count > SEEK_BUDGETS * self.postings:
                 break
             chosen.append(word)
             scored += count * share

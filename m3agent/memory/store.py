@@ -94,7 +94,7 @@ CREATE INDEX records_by_node ON records (node_id);
 """
 #: BM25 over the text of lines, inside the DB file; the rows live in ``nodes`` (external content)
 _LEXICAL = ("CREATE VIRTUAL TABLE lines_fts USING fts5(text, content='nodes', content_rowid='id',"
-            " tokenize='unicode61 remove_diacritics 2', detail=none)")
+            " tokenize='unicode61 remove_diacritics 2', detail=full)")
 _TEXT = sql_kinds(TEXT_KINDS)
 
 
@@ -745,7 +745,7 @@ class SQLiteStore:
         better; ``id_ranges`` keeps node ids within these inclusive ranges (a video's lines)."""
         if not self.has_lexical:
             return []
-        q = "SELECT rowid, -bm25(lines_fts) FROM lines_fts WHERE lines_fts MATCH ?"
+        q = "SELECT rowid, -rank FROM lines_fts WHERE lines_fts MATCH ?"  # rank: bm25(), lower is better
         out: list[tuple[int, float]] = []
         for lo_hi in id_ranges if id_ranges is not None else [None]:
             args: tuple = (match,)

@@ -47,6 +47,7 @@ class VideoVectors:
         self.dead_at = np.zeros(0, np.int32)  # clip of the invalidating node, NEVER if still valid
         self.row_of: dict[int, int] = {}
         self.kinds_present: set[int] = set()
+        self._span: tuple[int, int, int] | None = None  # (lowest id, highest id, rows when computed)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -71,8 +72,10 @@ class VideoVectors:
         return mask & np.isin(self.kind, np.asarray(sorted(wanted), np.int8))
 
     def id_range(self) -> tuple[int, int]:
-        ids = self.index.ids
-        return int(ids.min()), int(ids.max())
+        if self._span is None or self._span[2] != len(self.index):
+            ids = self.index.ids
+            self._span = (int(ids.min()), int(ids.max()), len(self.index))
+        return self._span[0], self._span[1]
 
 
 class TextVectors:
@@ -227,16 +230,22 @@ class TextVectors:
 
     def id_ranges(self, video_ids: list[int] | None) -> list[tuple[int, int]] | None:
         """Inclusive node-id ranges covering the lines of these videos (None: every line), for an index
-        that can only filter by id (the lexical one); ranges that overlap or touch are merged."""
-        if video_ids is None:
+        that can only filter by id (the lexical one). Neighbouring videos in scope share one range; what
+        a range holds beyond the scope is filtered out afterwards (:meth:`eligible`)."""
+        wanted = set(self.scope(video_ids)) if video_ids is not None else set(self.videos)
+        if video_ids is None or wanted == set(self.videos):
             return None
-        spans = sorted(self.videos[v].id_range() for v in self.scope(video_ids))
         merged: list[tuple[int, int]] = []
-        for lo, hi in spans:
-            if merged and lo <= merged[-1][1] + 1:
+        joined = False  # the last range ends with a video in scope and may be extended
+        for lo, hi, video_id in sorted((*vv.id_range(), v) for v, vv in self.videos.items()):
+            if video_id not in wanted:
+                joined = False
+                continue
+            if joined:
                 merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
             else:
                 merged.append((lo, hi))
+            joined = True
         return merged
 
     def eligible(self, ids, video_ids: list[int] | None, before_clip: int | None, kinds=DECLARATIVE_KINDS,
@@ -245,19 +254,23 @@ class TextVectors:
         return, in the given order, with ``scores`` left at zero for the caller to fill."""
         allowed = set(self.scope(video_ids))
         keep = set(np.asarray(restrict).tolist()) if restrict is not None else None
-        wanted = np.asarray([int(k) for k in kinds], np.int8)
-        cand = [int(i) for i in ids if self.video_of.get(int(i)) in allowed and (keep is None or int(i) in keep)]
-        vids = np.asarray([self.video_of[i] for i in cand], np.int64)
-        clips = np.zeros(len(cand), np.int32)
-        ok = np.zeros(len(cand), bool)
-        for video_id in np.unique(vids).tolist():
-            at = np.flatnonzero(vids == video_id)
+        wanted = {int(k) for k in kinds}
+        out_ids, out_vid, out_clip = [], [], []
+        for node_id in (int(i) for i in ids):  # a few dozen candidates: plain Python beats array set-up
+            video_id = self.video_of.get(node_id)
+            if video_id not in allowed or (keep is not None and node_id not in keep):
+                continue
             vv = self.videos[video_id]
-            rows = np.asarray([vv.row_of[cand[j]] for j in at], np.int64)
-            clips[at] = vv.clip[rows]
-            ok[at] = visible(vv.clip[rows], vv.valid_from[rows], vv.dead_at[rows], before_clip) & np.isin(
-                vv.kind[rows], wanted)
-        return LineHits(np.asarray(cand, np.int64)[ok], vids[ok], clips[ok], np.zeros(int(ok.sum()), np.float32), True)
+            row = vv.row_of[node_id]
+            clip = int(vv.clip[row])
+            if int(vv.kind[row]) not in wanted or not visible(clip, int(vv.valid_from[row]), int(vv.dead_at[row]),
+                                                              before_clip):
+                continue
+            out_ids.append(node_id)
+            out_vid.append(video_id)
+            out_clip.append(clip)
+        return LineHits(np.asarray(out_ids, np.int64), np.asarray(out_vid, np.int64), np.asarray(out_clip, np.int32),
+                        np.zeros(len(out_ids), np.float32), True)
 
     def _exact_lines(self, queries, scope, before_clip, want, restrict, kinds=DECLARATIVE_KINDS) -> LineHits:
         parts_ids, parts_vid, parts_clip, parts_score = [], [], [], []

@@ -199,3 +199,38 @@ def test_videos_answered_at_once_share_the_control_model(tmp_path, kitchen):
     summary = run_bench(read_annotations(annotations(tmp_path, videos=("kitchen", "kitchen2"))), setup)
     assert summary.overall.total == 8 and summary.overall.correct == 4 and len(chat.calls) == 8
     assert summary.by_video["kitchen2"].correct == 2
+
+
+def test_feedback_is_kept_as_procedural_memory_and_helps_later_questions(tmp_path, kitchen, db_path):
+    from m3agent.jobs.bench_feedback import run_feedback_bench
+    from m3agent.memory import MemoryGraph
+
+    kitchen.close()
+    asked = [("Is the fridge full?", "No, it is empty.", ["Multi-Detail Reasoning"], "01:40"),
+             ("Who plays guitar on the sofa?", "Bob", ["Person Understanding"], "01:40"),
+             ("Is the fridge full now?", "No, it is empty.", ["Multi-Detail Reasoning"], "02:00")]
+
+    def model(messages):
+        """Wrong about the fridge unless a lesson in its prompt carries the user's correction."""
+        system = messages[0]["content"]
+        if "guitar" in messages[-1]["content"]:
+            return "Action: [Answer]\nContent: Bob plays it."
+        if "corrected it:" in system:
+            return "Action: [Answer]\nContent: " + system.split("corrected it: ")[1].split('"')[1]
+        return "Action: [Answer]\nContent: It is full of milk."
+
+    setup, chat = setup_for(tmp_path, chat=ScriptedChat(model))
+    items = read_annotations(annotations(tmp_path, questions=asked))
+    result = run_feedback_bench(items, setup, benchmark="kitchen", correction_rate=1.0)
+    assert result["later questions"]["without"]["correct"] == 1  # guitar only
+    assert result["later questions"]["with"]["correct"] == 2  # and the fridge, corrected before
+    assert result["lessons stored"] == 3 and result["corrections"] == 1
+    assert "| later questions (2) | 1/2 = 0.5 | 2/2 = 1.0 |" in (tmp_path / "out" / "feedback.md").read_text()
+    with MemoryGraph.open(tmp_path / "out" / "with" / "memories" / "kitchen.db", readonly=True) as graph:
+        assert graph.store.counts()["nodes"]["procedural"] == 3
+    with MemoryGraph.open(db_path, readonly=True) as original:
+        assert original.store.counts()["nodes"]["procedural"] == 0  # the benchmark's memory is not written
+
+    calls = len(chat.calls)  # both passes resume: nothing is asked again
+    again = run_feedback_bench(items, setup, benchmark="kitchen", correction_rate=1.0)
+    assert len(chat.calls) == calls and again["later questions"] == result["later questions"]

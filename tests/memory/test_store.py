@@ -180,7 +180,8 @@ def test_db_size_stays_small_per_text_node(tmp_path, embedder):
                 b.episodic(f"<face_{f}> does thing {i} in clip {clip}")
     graph.close()
     per_node = (tmp_path / "size.db").stat().st_size / 1000
-    assert per_node - 512 * 4 < 1024, per_node  # the row, edges and page slack stay under 1 KiB
+    # the row, edges and page slack stay under 1 KiB, plus ~100 bytes of the lexical index's positions
+    assert per_node - 512 * 4 < 1024 + 128, per_node
 
 
 def test_precomputed_vectors_without_an_embedder(tmp_path):

@@ -1,0 +1,252 @@
+"""``m3agent bench memorybench``: feed each memory system by a driver, answer the test set, score, report.
+
+Each system keeps its memory in ``OUT/memories/<system>.db``. Every answered test case is one line of
+``OUT/results.jsonl`` (fsynced when written), keyed by system, step and case, with the prediction, the raw
+score, both normalized scores (within the dataset's domain and within its task format), the seconds it
+took and any problem; every lived on-policy training case is kept in ``OUT/lived.jsonl``. A re-run skips
+what is done: memory writes are idempotent on record ids, answered cases are not asked again. A
+malformed record, an empty corpus or a judge reply without a grade is marked with its reason and the run
+goes on. ``report.md`` and ``summary.json`` give, per system and step, the micro mean of normalized scores
+per domain and per task format (the paper's headline), raw means per dataset, and memory and predict time.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from m3agent.config import Config
+from m3agent.errors import M3AgentError
+from m3agent.eval.memorybench.datasets import (
+    PUBLISHED_BEST,
+    groups_of,
+    scale,
+    scored_as,
+)
+from m3agent.eval.memorybench.drivers import DRIVERS, RUNNERS, Harness, Lived
+from m3agent.eval.memorybench.metrics import micro_mean, min_max
+from m3agent.eval.memorybench.records import MBRecord, load_corpus
+from m3agent.eval.memorybench.scoring import score_case
+from m3agent.eval.memorybench.split import split_records
+from m3agent.eval.memorybench.systems import MemorySystem, conversation_of, system_spec
+from m3agent.models.embed.base import TextEmbedder
+from m3agent.models.llm.base import ChatModel
+from m3agent.resumable import ResultsFile
+
+RESULT_KEYS = ("id", "system", "driver", "step", "dataset", "test_idx", "prediction", "score", "metric",
+               "normalized", "predict_seconds", "problem")
+
+
+class MemoryBenchError(M3AgentError, ValueError):
+    pass
+
+
+@dataclass
+class MemoryBenchSetup:
+    out: Path
+    config: Config
+    embedder: Callable[[], TextEmbedder]
+    chat: Callable[[], ChatModel]  # answers for the systems
+    user: Callable[[], ChatModel]  # the LLM-as-user
+    judge: Callable[[], ChatModel]  # judge-scored metrics
+    corpus_dir: Path | None = None
+    progress: Callable[[int], None] = lambda n: None
+    notice: Callable[[str], None] = lambda text: None
+    _models: dict = field(default_factory=dict)
+
+    def model(self, name: str):
+        """Built on first use: a run whose cases need no judge never loads one."""
+        if name not in self._models:
+            self._models[name] = getattr(self, name)()
+        return self._models[name]
+
+
+def corpora_for(records: Sequence[MBRecord], corpus_dir: Path | None, notice) -> dict[str, list[dict]]:
+    """The corpus conversations the test cases ask about, from ``corpus_dir/<dataset>.jsonl``."""
+    wanted = sorted({c for r in records if (c := conversation_of(r))})
+    out: dict[str, list[dict]] = {}
+    for name in wanted:
+        path = corpus_dir / f"{name}.jsonl" if corpus_dir else None
+        if path is None or not path.exists():
+            notice(f"no corpus for {name} (looked for {path}); its questions are answered without it")
+            continue
+        rows = [row for convo in load_corpus(path).values() for row in convo]
+        if not rows:
+            notice(f"the corpus {path} is empty; {name}'s questions are answered without it")
+            continue
+        out[name] = rows
+    return out
+
+
+def run_memorybench(records: Sequence[MBRecord], driver: str, setup: MemoryBenchSetup,
+                    context: dict | None = None) -> dict:
+    if driver not in DRIVERS:
+        raise MemoryBenchError(f"unknown driver {driver!r}; one of {', '.join(DRIVERS)}")
+    cfg = setup.config.bench.memorybench
+    systems = [system_spec(s.strip()) for s in cfg.systems.split(",") if s.strip()]
+    if not systems:
+        raise MemoryBenchError("bench.memorybench.systems names no system")
+    setup.out.mkdir(parents=True, exist_ok=True)
+    problems = [{"id": r.key, "problem": r.problem} for r in records if r.problem]
+    for item in problems:
+        setup.notice(f"record {item['id']} skipped: {item['problem']}")
+    splits = split_records(records)
+    train = [r for s in splits.values() for r in s.train]
+    test = [r for s in splits.values() for r in s.test]
+    if not test:
+        raise MemoryBenchError("no usable test case: every record is malformed, or the data is empty")
+    corpora = corpora_for(train + test, setup.corpus_dir, setup.notice)
+    results = ResultsFile(setup.out / "results.jsonl", RESULT_KEYS, "m3agent bench memorybench", MemoryBenchError)
+    done = results.load()
+    lived_file = ResultsFile(setup.out / "lived.jsonl", ("id", "dialog", "reactions", "lessons", "error"),
+                             "m3agent bench memorybench", MemoryBenchError)
+    lived = lived_file.load()
+    timings: dict[str, list[float]] = {}
+    with results.appender() as sink, lived_file.appender() as lived_sink:
+        for spec in systems:
+            db = setup.out / "memories" / f"{spec.name}-{driver}.db"
+            db.parent.mkdir(parents=True, exist_ok=True)
+            system = MemorySystem.open(spec, db, setup.model("embedder"), top_k=cfg.top_k, lessons=cfg.lessons,
+                                       max_tokens=cfg.max_tokens)
+            try:
+                def evaluate(step: str, system=system, spec=spec) -> None:
+                    for record in test:
+                        key = f"{spec.name}|{driver}|{step}|{record.key}"
+                        if key in done and done[key].get("problem") is None:
+                            setup.progress(1)
+                            continue
+                        done[key] = row = answer_case(system, record, setup, key, driver, step)
+                        sink.write(row)
+                        setup.progress(1)
+
+                def keep(key: str, item: Lived, spec=spec) -> None:
+                    lived_sink.write({"id": f"{spec.name}|{driver}|{key}", **item.to_dict()})
+
+                def reuse(key: str, spec=spec) -> Lived | None:
+                    row = lived.get(f"{spec.name}|{driver}|{key}")
+                    if row is None or row.get("error"):
+                        return None
+                    return Lived(row["dialog"], row["reactions"], row["lessons"])
+
+                harness = Harness(system, setup.model("chat"), _maybe(setup, "user"), _maybe(setup, "judge"),
+                                  evaluate, reuse, keep, cfg.seed, cfg.max_rounds, cfg.batch, cfg.steps)
+                RUNNERS[driver](harness, train, corpora)
+                timings[spec.name] = harness.memory_seconds
+            finally:
+                system.close()
+    previous = _previous_memory_seconds(setup.out / "summary.json", driver)
+    for name in list(timings):
+        if not timings[name] and name in previous:  # a re-run learned nothing new: keep what was measured
+            timings[name] = previous[name]
+    rows = [r for r in results.load().values() if r["driver"] == driver]
+    summary = summarize(rows, systems=[s.name for s in systems], memory_seconds=timings, problems=problems,
+                        sizes={name: (len(s.train), len(s.test)) for name, s in splits.items()})
+    summary["driver"] = driver
+    summary["context"] = context or {}
+    (setup.out / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+    (setup.out / "report.md").write_text(markdown(summary))
+    return summary
+
+
+def _previous_memory_seconds(path: Path, driver: str) -> dict[str, list[float]]:
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if old.get("driver") != driver:
+        return {}
+    return {name: [entry["memory_seconds_per_case"]] for name, entry in old.get("systems", {}).items()
+            if entry.get("memory_seconds_per_case") is not None}
+
+
+def _maybe(setup: MemoryBenchSetup, name: str):
+    """A model that is loaded only when a case needs it."""
+    return _Lazy(lambda: setup.model(name))
+
+
+class _Lazy:
+    def __init__(self, build):
+        self._build = build
+
+    def chat(self, *args, **kwargs):
+        return self._build().chat(*args, **kwargs)
+
+
+def answer_case(system: MemorySystem, record: MBRecord, setup: MemoryBenchSetup, key: str, driver: str,
+                step: str) -> dict:
+    row = {"id": key, "system": system.spec.name, "driver": driver, "step": step, "dataset": scored_as(record.dataset),
+           "test_idx": record.test_idx, "prediction": None, "score": None, "metric": None, "normalized": None,
+           "predict_seconds": None, "problem": None}
+    started = time.perf_counter()
+    try:
+        prediction, _ = system.answer(record, setup.model("chat"))
+    except M3AgentError as exc:
+        row["problem"] = f"answer: {exc}"
+        return row
+    row["predict_seconds"] = round(time.perf_counter() - started, 4)
+    row["prediction"] = prediction
+    score = score_case(record, prediction, _maybe(setup, "judge"))
+    row["metric"], row["score"] = score.metric, score.value
+    if score.problem:
+        row["problem"] = f"judge: {score.problem}"
+    value = score.value if score.value is not None else None
+    row["normalized"] = {group: (None if value is None else round(min_max(value, *scale(group, record.dataset)), 6))
+                         for group in groups_of(record.dataset)}
+    return row
+
+
+def summarize(rows: Sequence[dict], *, systems: Sequence[str], memory_seconds: dict[str, list[float]],
+              problems: Sequence[dict], sizes: dict[str, tuple[int, int]]) -> dict:
+    """Per system and step: micro means of normalized scores per domain and per task format, raw means per
+    dataset, memory and predict seconds. A case with no score counts as the dataset's minimum (0)."""
+    table: dict[str, dict] = {}
+    for name in systems:
+        mine = [r for r in rows if r["system"] == name]
+        steps: dict[str, dict] = {}
+        for step in dict.fromkeys(r["step"] for r in mine):
+            cases = [r for r in mine if r["step"] == step]
+            groups: dict[str, list[float]] = {}
+            raw: dict[str, list[float]] = {}
+            for r in cases:
+                domain, task = groups_of(r["dataset"])
+                norm = r.get("normalized") or {}
+                groups.setdefault(domain, []).append(norm.get(domain) or 0.0)
+                groups.setdefault(task, []).append(norm.get(task) or 0.0)
+                if r["score"] is not None:
+                    raw.setdefault(r["dataset"], []).append(r["score"])
+            predict = [r["predict_seconds"] for r in cases if r.get("predict_seconds") is not None]
+            steps[step] = {"cases": len(cases),
+                           "normalized": {g: round(micro_mean(v), 4) for g, v in sorted(groups.items())},
+                           "raw": {d: round(micro_mean(v), 4) for d, v in sorted(raw.items())},
+                           "predict_seconds_p50": round(statistics.median(predict), 4) if predict else None,
+                           "problems": sum(1 for r in cases if r.get("problem"))}
+        spent = memory_seconds.get(name, [])
+        table[name] = {"steps": steps, "memory_seconds_per_case": round(statistics.mean(spent), 4) if spent else None}
+    return {"systems": table, "malformed_records": list(problems), "split": {k: list(v) for k, v in sizes.items()},
+            "problems": [{"id": r["id"], "problem": r["problem"]} for r in rows if r.get("problem")]}
+
+
+def markdown(summary: dict) -> str:
+    groups = sorted({g for s in summary["systems"].values() for st in s["steps"].values() for g in st["normalized"]})
+    lines = [f"# MemoryBench ({summary.get('driver')})", ""]
+    for key, value in (summary.get("context") or {}).items():
+        lines.append(f"- {key}: {value}")
+    lines += ["", "Micro mean of min-max normalized scores (published per-dataset scales); a case without a score "
+              "counts as 0.", "", "| system | step | cases | " + " | ".join(groups)
+              + " | predict s (p50) | memory s / case | problems |", "|---|---|---|" + "---|" * len(groups) + "---|---|---|"]
+    for name, entry in summary["systems"].items():
+        for step, st in entry["steps"].items():
+            cells = " | ".join(f"{st['normalized'][g]:.4f}" if g in st["normalized"] else "" for g in groups)
+            mem = entry["memory_seconds_per_case"]
+            lines.append(f"| {name} | {step} | {st['cases']} | {cells} | {st['predict_seconds_p50']} | "
+                         f"{'' if mem is None else mem} | {st['problems']} |")
+    lines += ["", "Best published off-policy micro means (Qwen3-8B): "
+              + ", ".join(f"{g} {n} {v:.4f}" for g, (n, v) in PUBLISHED_BEST.items()) + ".", ""]
+    if summary["malformed_records"] or summary["problems"]:
+        lines += ["## Problems", ""]
+        lines += [f"- {p['id']}: {p['problem']}" for p in summary["malformed_records"] + summary["problems"][:50]]
+    return "\n".join(lines) + "\n"
