@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.markers import replace_block  # noqa: E402
 from m3agent.control.text import KNOWLEDGE_PREFIX  # noqa: E402
 from m3agent.models.llm.scripted import ScriptedChat  # noqa: E402
 
@@ -56,7 +57,9 @@ def closest_line(messages: list[dict]) -> str:
     return f"Action: [Answer]\nContent: {best}"
 
 
-def run(control: str, out: Path, quiet: bool = False, cache: Path = CACHE) -> dict:
+def run(control: str, out: Path, quiet: bool = False, cache: Path = CACHE, feedback: float | None = None) -> dict:
+    """One control model over the benchmark; with ``feedback`` (a correction rate, or -1 for the action
+    model's), the two-pass feedback comparison of ``bench m3 --feedback`` instead."""
     from bench.m3mini.build import build
     from m3agent.cli import main
 
@@ -65,10 +68,12 @@ def run(control: str, out: Path, quiet: bool = False, cache: Path = CACHE) -> di
     args = ["bench", "m3", "--annotations", str(ANNOTATIONS), "--memories", str(cache / "memories"), "--videos",
             str(videos), "--out", str(out), "--title", f"mini M3-Bench ({control} control)"]
     overrides = ["--set", "control.chat.backend=bench.m3mini.run:ClosestLineChat"] if control == "scripted" else []
+    if feedback is not None:
+        args += ["--feedback"] + (["--correction-rate", str(feedback)] if feedback >= 0 else [])
     code = main(overrides + args + (["--quiet"] if quiet else []))
     if code != 0:
         raise SystemExit(f"m3agent bench m3 failed with exit code {code}")
-    return json.loads((out / "summary.json").read_text())
+    return json.loads((out / ("feedback.json" if feedback is not None else "summary.json")).read_text())
 
 
 class ClosestLineChat(ScriptedChat):
@@ -83,22 +88,27 @@ class ClosestLineChat(ScriptedChat):
 
 def write_section(results: Path, summaries: dict[str, Path], plot: Path | None) -> None:
     """Replace the mini benchmark's section of ``results`` (between its markers) with the fresh reports."""
-    start, end = "<!-- m3mini:start -->", "<!-- m3mini:end -->"
-    parts = [start, ""]
+    parts = []
     for control, out in summaries.items():
         report = (out / "report.md").read_text().split("\n", 1)[1]  # without its title line
         report = re.sub(r"!\[per-type accuracy\]\([^)]*\)\n\n", "", report)
         parts += [f"#### Control: {control}", report.strip(), ""]
     if plot is not None:
         parts += [f"![mini M3-Bench accuracy per type]({plot.name})", ""]
-    parts.append(end)
-    text = results.read_text() if results.exists() else ""
-    block = "\n".join(parts)
-    if start in text and end in text:
-        text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    results.write_text(text)
+    replace_block(results, "m3mini", "\n".join(parts))
+
+
+def write_feedback_section(results: Path, runs: dict[str, dict]) -> None:
+    """Replace the feedback section of ``results`` (between its markers) with these runs' comparison."""
+    rows = ["| run | later questions: without / with feedback memory | second half: without / with | lessons | "
+            "corrections |", "|---|---|---|---|---|"]
+    for label, r in runs.items():
+        cells = []
+        for part in ("later questions", "second half"):
+            a, b = r[part]["without"], r[part]["with"]
+            cells.append(f"{a['correct']}/{a['questions']} / {b['correct']}/{b['questions']}")
+        rows.append(f"| {label} | {cells[0]} | {cells[1]} | {r['lessons stored']} | {r['corrections']} |")
+    replace_block(results, "m3mini-feedback", "\n".join(rows))
 
 
 def main() -> None:
@@ -107,7 +117,23 @@ def main() -> None:
     parser.add_argument("--write", type=Path, default=None, help="update this results file (docs/RESULTS.md)")
     parser.add_argument("--plot", type=Path, default=None, help="copy the first run's per-type plot here")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--feedback", type=float, nargs="+", default=None, metavar="RATE",
+                        help="feedback runs instead (bench m3 --feedback) at these correction rates; -1: the action "
+                             "model's; --write then updates the feedback section")
     args = parser.parse_args()
+    if args.feedback is not None:
+        runs = {}
+        for control in args.control:
+            for rate in args.feedback:
+                label = f"{control}, corrections {'from the action model' if rate < 0 else f'at rate {rate:g}'}"
+                out = CACHE / f"out-{control}-feedback-{'model' if rate < 0 else f'{rate:g}'}"
+                runs[label] = run(control, out, args.quiet, feedback=rate)
+                later = runs[label]["later questions"]
+                print(f"{label}: later questions {later['without']['correct']}/{later['without']['questions']} "
+                      f"without feedback memory, {later['with']['correct']}/{later['with']['questions']} with it")
+        if args.write is not None:
+            write_feedback_section(args.write, runs)
+        return
     outs = {}
     for control in args.control:
         outs[control] = CACHE / f"out-{control}"

@@ -175,15 +175,22 @@ def _video(video: str, group: list[BenchItem], earlier: dict[str, dict], setup: 
     _judge_and_write(rejudge, setup, writer)
     if not ask or stop.is_set():
         return
-    first = ask[0]
+    plan = ready_memory(video, ask, setup, writer)
+    if plan is not None:
+        _answer(plan, ask, setup, writer, stop)
+
+
+def ready_memory(video: str, items: list[BenchItem], setup: BenchSetup, writer: _Writer) -> MemoryPlan | None:
+    """The video's memory, converted or memorized first if need be; None (every item told why) if there is none."""
+    first = items[0]
     plan = plan_memory(video, setup.memories, setup.out / "converted", mem_path=first.mem_path,
                        video_path=first.video_path, videos=setup.videos)
     problem = plan.problem or _prepare(plan, setup)
     if problem:
-        for item in ask:
+        for item in items:
             writer.write(_failed(item, "memory", problem))
-        return
-    _answer(plan, ask, setup, writer, stop)
+        return None
+    return plan
 
 
 _MEMORIZING = threading.Lock()  # one memorization at a time: the models of a process are shared

@@ -26,7 +26,6 @@ from m3agent.errors import M3AgentError
 from m3agent.eval.annotations import BenchItem
 from m3agent.eval.feedback import lesson_text
 from m3agent.eval.judge import choice_prompt
-from m3agent.eval.memories import plan_memory
 from m3agent.eval.memorybench.simulator import (
     DEFAULT_ACTIONS,
     DISLIKE_TEXT,
@@ -42,8 +41,8 @@ from m3agent.jobs.bench import (
     _base,
     _failed,
     _judge_and_write,
-    _prepare,
     _Writer,
+    ready_memory,
     run_bench,
 )
 from m3agent.private import private_dir
@@ -107,13 +106,8 @@ def run_with_feedback(items: Sequence[BenchItem], setup: BenchSetup, correction_
                 continue
             if setup.progress:
                 setup.progress(len(group) - len(todo))
-            first = group[0]
-            plan = plan_memory(video, setup.memories, setup.out / "converted", mem_path=first.mem_path,
-                               video_path=first.video_path, videos=setup.videos)
-            problem = plan.problem or _prepare(plan, setup)
-            if problem:
-                for item in todo:
-                    writer.write(_failed(item, "memory", problem))
+            plan = ready_memory(video, todo, setup, writer)
+            if plan is None:
                 continue
             db = working_copy(plan.db, out / "memories" / plan.db.name)
             with open_memory(db, setup.config) as graph:
