@@ -123,7 +123,8 @@ def _print_result(result, all_videos: bool) -> None:
     if result.lines:
         for line in result.lines:
             rid = f"{line['id']} " if line["id"] is not None else ""
-            print(f"[{rid}score {line['score']:.4f} dense {line['dense']:.3f} bm25 {line['lexical']:.2f}] {line['text']}")
+            print(f"[{rid}rank {line['rank_score']:.4f} cosine {line['score']:.3f} bm25 {line['lexical']:.2f}] "
+                  f"{line['text']}")
         return
     if result.empty:
         print("no memory matches this query")

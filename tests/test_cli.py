@@ -239,7 +239,7 @@ def test_remember_then_search_lines_and_many_queries(tmp_path, capsys):
     code, out, _ = run(capsys, "search", db, "what is the puppy called", "--video", "chat", "--lines", "2", "--json")
     data = json.loads(out)
     assert code == 0 and data["lines"][0]["id"] == "D1:1" and data["lines"][0]["speaker"] == "Ann"
-    assert {"score", "dense", "lexical", "time", "session", "clip", "text"} <= set(data["lines"][0])
+    assert {"score", "rank_score", "lexical", "time", "session", "clip", "text"} <= set(data["lines"][0])
 
     queries = tmp_path / "q.txt"
     queries.write_text('kitchen colour\n{"query": "beach", "id": "q-beach"}\n{"nope": 1}\n\n')

@@ -325,6 +325,6 @@ def _line_records(store: SQLiteStore, ranked: RankedLines, k: int, cmap: Charact
         out.append({"id": about.get("record"), "node": node_id, "video": names.get(int(ranked.video_ids[pos])),
                     "clip": int(ranked.clips[pos]), "kind": node.kind.label, "text": cmap.translate(node.text),
                     **{key: about[key] for key in ("time", "speaker", "session") if key in about},
-                    "score": round(float(ranked.fused[pos]), 6), "dense": round(float(ranked.dense[pos]), 4),
+                    "score": round(float(ranked.dense[pos]), 4), "rank_score": round(float(ranked.fused[pos]), 6),
                     "lexical": round(float(ranked.lexical[pos]), 4)})
     return out

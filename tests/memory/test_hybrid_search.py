@@ -78,8 +78,8 @@ def test_lines_mode_gives_each_line_its_scores(db_path):
         assert len(lines) == 4
         assert {line["text"] for line in lines if line["lexical"] > 0} == {
             f"<character_{graph.face}> feeds the zebra at noon", "the giraffe eats leaves", "the zebra sleeps in the shade"}
-        assert all(-1 <= line["dense"] <= 1 for line in lines)
-        assert [line["score"] for line in lines] == sorted((line["score"] for line in lines), reverse=True)
+        assert all(-1 <= line["score"] <= 1 for line in lines)  # the cosine, as for clips
+        assert [line["rank_score"] for line in lines] == sorted((line["rank_score"] for line in lines), reverse=True)
 
 
 def test_seen_clips_are_skipped_for_lexical_hits_too(db_path):
