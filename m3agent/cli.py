@@ -396,6 +396,9 @@ def _bench_context(args, config: Config) -> dict[str, str]:
             words += [flag, shown(value) if flag in ("--videos", "--evidence") else str(value)]
     if args.format != "auto":
         words += ["--format", args.format]
+    if args.feedback:
+        words += ["--feedback"] + (["--correction-rate", f"{args.correction_rate:g}"]
+                                   if args.correction_rate is not None else [])
     chat = config.control.chat
     model = chat.model or ("bundled SmolLM2-135M-Instruct" if chat.backend in ("", "auto") else "")
     search = config.memory.search
@@ -403,7 +406,8 @@ def _bench_context(args, config: Config) -> dict[str, str]:
     return {"command": "m3agent " + shlex.join(words),
             "control model": chat_backend(chat.backend) + (f": {model}" if model else ""),
             "control": f"{config.control.max_rounds} rounds, question searched first: {config.control.seed_search}, "
-                       f"batches of {config.control.batch_size}; search top {search.top_k} clips, threshold {threshold}",
+                       f"batches of {config.control.batch_size}; search top {search.top_k} clips, threshold {threshold}, "
+                       f"{search.retrieval} ranking, {config.control.lessons} lessons shown",
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
             "date": datetime.date.today().isoformat()}
 

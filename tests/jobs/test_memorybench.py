@@ -11,9 +11,9 @@ from m3agent.eval.memorybench.records import load_records
 from m3agent.jobs.memorybench import MemoryBenchError, MemoryBenchSetup, run_memorybench
 from m3agent.models.embed.hashing import HashingEmbedder
 from m3agent.models.llm.scripted import ScriptedChat
-from tests.data import DATA
+from tests.data import MEMORYBENCH
 
-FIXTURE = DATA / "memorybench"
+FIXTURE = MEMORYBENCH
 USER = '{"reasoning": "fine", "satisfaction_score": 8, "behavior": "end_conversation", "response": null}'
 
 

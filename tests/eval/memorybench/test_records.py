@@ -5,9 +5,9 @@ import json
 import pyarrow as pa
 
 from m3agent.eval.memorybench.records import load_corpus, load_records
-from tests.data import DATA
+from tests.data import MEMORYBENCH
 
-FIXTURE = DATA / "memorybench"
+FIXTURE = MEMORYBENCH
 
 
 def test_the_fixture_covers_the_four_formats_and_marks_bad_records():
