@@ -7,6 +7,7 @@ Every command takes ``--config FILE`` and repeated ``--set key.path=value`` over
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import logging
@@ -187,17 +188,25 @@ def cmd_memorize(args, config: Config) -> int:
     from m3agent.media import probe
     from m3agent.memorize import memorize_video
     from m3agent.memorize.pipeline import MemorizationInterrupted
+    from m3agent.memorize.progress import EventLog
     from m3agent.memory.store import writing
 
+    events = EventLog(args.events) if args.events else None
+    if args.build_sample and not os.path.exists(args.video):
+        from m3agent.samples.episode import build_sample_episode
+
+        if events:
+            events({"event": "prepare", "what": "building the sample episode"})
+        build_sample_episode(args.video)
     probe(args.video)  # a bad file fails here, before any model loads
     with writing(args.memory):  # and so does a DB another process is writing
         perceiver, memorizer, embedder = factory.memorization_stack(config)
         graph = factory.open_memory(args.memory, config, embedder=embedder, create=True)
-    with graph:
+    with graph, contextlib.closing(events) if events else contextlib.nullcontext():
         log_path = args.log or f"{args.memory}.memorize.jsonl"
         try:
             report = memorize_video(args.video, graph, perceiver, memorizer, config.memorize, name=args.name,
-                                    log_path=log_path, progress=not args.quiet)
+                                    log_path=log_path, progress=not args.quiet, on_event=events)
         except MemorizationInterrupted as stop:
             done = len(graph.clips(stop.report.video_id))
             print(f"interrupted: {done} clips are saved in {args.memory}; run the same command to resume",
@@ -466,6 +475,37 @@ def cmd_demo(args, config: Config) -> int:
     return 0
 
 
+def cmd_app(args, config: Config) -> int:
+    try:
+        from app.main import launch
+    except ImportError as exc:
+        raise AppMissingError(f"the app needs its extra: pip install -e '.[app]' ({exc})") from exc
+
+    settings = {k: v for k, v in (("data_dir", args.data), ("host", args.host), ("port", args.port)) if v is not None}
+    config = dataclasses.replace(config, app=dataclasses.replace(config.app, **settings))
+    cli_args = ["--config", os.path.abspath(args.config)] if args.config else []
+    cli_args += [w for o in args.overrides for w in ("--set", o)]
+    launch(config, cli_args)
+    return 0
+
+
+class AppMissingError(M3AgentError):
+    """``m3agent app`` without gradio installed."""
+
+
+def cmd_characters(args, config: Config) -> int:
+    with _open(args, config, readonly=True) as graph:
+        _print_json([card.to_dict() for card in graph.character_cards(args.video)])
+    return 0
+
+
+def cmd_timeline(args, config: Config) -> int:
+    with _open(args, config, readonly=True) as graph:
+        character = None if args.character is None else graph.resolve_character(args.video, args.character)
+        _print_json([clip.to_dict() for clip in graph.timeline(args.video, character)])
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="m3agent", description="Long-term memory of long videos.")
     parser.add_argument("--config", help="TOML config file")
@@ -521,6 +561,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default=None, help="video name in the DB (default: file name)")
     p.add_argument("--log", default=None, help="JSON-lines log of per-clip stage timings")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--events", default=None, help="JSON-lines file of progress events (stages per clip), "
+                   "appended as the run goes; m3agent.memorize.progress.read_progress reads it")
+    p.add_argument("--build-sample", action="store_true",
+                   help="build the shipped sample episode at VIDEO first when it is missing")
     p.set_defaults(func=cmd_memorize)
 
     p = sub.add_parser("memorize-batch", help="memorize many videos, one DB each (local workers or Ray)")
@@ -598,6 +642,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
                    help="how long to wait for other processes reading the DB to finish (default 30)")
     p.set_defaults(func=cmd_forget)
+
+    p = sub.add_parser("characters", help="one card per character: members, name, clips, a voice sample's time")
+    p.add_argument("db")
+    p.add_argument("--video", default=None, help="video name or id (default: the only one)")
+    p.set_defaults(func=cmd_characters)
+
+    p = sub.add_parser("timeline", help="the clips in order with their lines (superseded ones marked)")
+    p.add_argument("db")
+    p.add_argument("--video", default=None, help="video name or id (default: the only one)")
+    p.add_argument("--character", default=None, help="only this character (number, character_N or a name)")
+    p.set_defaults(func=cmd_timeline)
+
+    p = sub.add_parser("app", help="open the Gradio app over a data folder (127.0.0.1 unless told otherwise)")
+    p.add_argument("--data", default=None, help="the data folder (app.data_dir): videos, uploads, memories")
+    p.add_argument("--host", default=None, help="address to bind (app.host, default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (app.port, default 7860; 0: any free port)")
+    p.set_defaults(func=cmd_app)
     return parser
 
 

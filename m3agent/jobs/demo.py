@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from m3agent.control.evidence import best_evidence
 from m3agent.private import private_dir
 from m3agent.samples.episode import QUESTIONS, build_sample_episode
 
@@ -52,7 +53,7 @@ def run_demo(workdir: str | Path, config, questions: list[str] | None = None, ou
         out(f"\nQ: {answer.question}\nA: {answer.answer or '(no answer: ' + str(answer.error) + ')'}")
         searches = [r for r in answer.rounds if r.action == "search"]
         out(f"   {len(answer.rounds) - len(searches)} answer + {len(searches)} searches, {answer.seconds:.1f} s")
-        evidence = _evidence(graph, answer)
+        evidence = best_evidence(answer, graph.embed_queries)
         for item in evidence:
             out(f"   evidence: clip {item['clip']} ({item['start']:.0f}-{item['end']:.0f} s): {item['line']}")
         results.append({"question": answer.question, "answer": answer.answer, "error": answer.error,
@@ -63,21 +64,3 @@ def run_demo(workdir: str | Path, config, questions: list[str] | None = None, ou
     out(f"\ndone in {summary['seconds']:.0f} s; memory DB: {db}  (ask more: m3agent ask {db} \"...\")")
     return summary
 
-
-def _evidence(graph, answer, limit: int = 2) -> list[dict]:
-    """The best-scoring clips the searches returned, each with its line closest to the question."""
-    import numpy as np
-
-    best: dict[int, dict] = {}
-    for hit in answer.evidence:
-        if hit["clip"] not in best or hit["score"] > best[hit["clip"]]["score"]:
-            best[hit["clip"]] = dict(hit)
-    chosen = sorted(best.values(), key=lambda h: -h["score"])[:limit]
-    for item in chosen:
-        lines = answer.notes.get(item["clip"], [])
-        if lines:
-            vectors = graph.embed_queries([answer.question] + lines)
-            item["line"] = lines[int(np.argmax(vectors[1:] @ vectors[0]))]
-        else:
-            item["line"] = ""
-    return chosen

@@ -249,6 +249,23 @@ def _audio_chunks(path: str, start: float) -> Generator[tuple[int, np.ndarray], 
     return position / SAMPLE_RATE if position is not None else None
 
 
+def audio_excerpt(path: str | os.PathLike[str], start: float, end: float) -> np.ndarray:
+    """16 kHz mono samples from ``start`` to ``end`` seconds on the file's timeline (a voice sample for
+    people to listen to), read the way memorization reads audio."""
+    start, end = max(0.0, float(start)), float(end)
+    if end <= start:
+        return np.zeros(0, np.float32)
+    first, last = round(start * SAMPLE_RATE), round(end * SAMPLE_RATE)
+    parts = []
+    for i, samples in _audio_chunks(str(path), start):
+        if i >= last:
+            break
+        lo, hi = max(first - i, 0), min(last - i, samples.size)
+        if hi > lo:
+            parts.append(samples[lo:hi])
+    return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+
 class _Reader:
     """One decoding stream, one item ahead. A decode error part-way ends it and is kept in ``error``
     (what came before stays usable); ``end`` is where its data ended as far as it was read."""

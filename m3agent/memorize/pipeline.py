@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,8 +93,11 @@ def _crop_quality(det) -> float:
 
 def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: Perceiver, memorizer: Memorizer,
                    config: MemorizeConfig | None = None, *, name: str | None = None, log_path: str | None = None,
-                   progress: bool = True) -> MemorizeReport:
+                   progress: bool = True, on_event: Callable[[dict], None] | None = None) -> MemorizeReport:
+    """``on_event`` hears the run as it goes (see :mod:`m3agent.memorize.progress`): "start", then per clip
+    each "stage" as it starts and a "clip" when it is stored, then "done" with the report."""
     config = config or MemorizeConfig()
+    emit = on_event or (lambda event: None)
     pc = config.perception
     info = probe(path)
     if not info.has_video and not info.has_audio:
@@ -111,7 +115,10 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
     while first in done:
         first += 1
     report.clips_skipped = len(done)
+    emit({"event": "start", "video": name, "clips_total": n_clips, "clips_done": len(done),
+          "duration": info.duration})
     if n_clips is not None and first >= n_clips:
+        emit({"event": "done", **report.to_dict()})
         return report
     face_bank = perceiver.face_bank(graph.entity_snapshots(NodeKind.FACE, video_id))
     voice_bank = perceiver.voice_bank(graph.entity_snapshots(NodeKind.VOICE, video_id))
@@ -127,6 +134,7 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
                             decoder=pc.decoder)
         clips = prefetch(stream)
         while True:
+            emit({"event": "stage", "clip": first + report.clips_done, "stage": "decode"})
             t0 = time.perf_counter()
             clip = next(clips, None)
             if clip is None:
@@ -134,8 +142,11 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
             stages = {"decode (wait)": time.perf_counter() - t0}
             if clip.index in done:
                 continue
-            perception = perceiver.perceive(clip, face_bank, voice_bank)
+            perception = perceiver.perceive(
+                clip, face_bank, voice_bank,
+                on_stage=lambda stage, index=clip.index: emit({"event": "stage", "clip": index, "stage": stage}))
             stages.update(perception.seconds)
+            emit({"event": "stage", "clip": clip.index, "stage": "memorize"})
             t = time.perf_counter()
             _commit_clip(graph, video_id, perception, memorizer, config, face_bank, voice_bank, stages)
             stages["memorize+write"] = time.perf_counter() - t - stages.get("describe", 0.0)
@@ -154,6 +165,10 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
                     with contextlib.suppress(OSError):
                         log_file.close()
                     log_file = None
+            emit({"event": "clip", "clip": clip.index, "clips_done": report.clips_skipped + report.clips_done,
+                  "clips_total": n_clips, "start": clip.start, "end": clip.end,
+                  "realtime_factor": round(report.media_seconds / max(time.perf_counter() - started, 1e-9), 3),
+                  "seconds": {k: round(v, 4) for k, v in stages.items()}})
             if bar:
                 bar.update(1)
         if n_clips is None:  # the streams have ended: now the count and the duration are known
@@ -170,6 +185,7 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
             bar.close()
         if log_file:
             log_file.close()
+    emit({"event": "done", **report.to_dict()})
     return report
 
 

@@ -32,6 +32,7 @@ from m3agent.memory.text_sources import (
     remember_records,
 )
 from m3agent.memory.vectors import TextVectors, VectorCache
+from m3agent.memory.views import CharacterCard, TimelineClip, character_cards, timeline
 from m3agent.memory.writer import ClipBatch, MemoryWriter
 from m3agent.models.embed.base import TextEmbedder
 
@@ -194,6 +195,10 @@ class MemoryGraph:
         """Character number -> the name the memory's semantic lines give it."""
         return self._characters.names(video_id, before_clip)
 
+    def resolve_character(self, video: int | str | None, text: str) -> int:
+        """The character number a user means: ``character_3``, ``3``, or a name it is known by."""
+        return self._characters.resolve(self.resolve_video(video).id, str(text))
+
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, retrieval: str | None = None, **kwargs) -> SearchResult:
         """Memory search; see :func:`m3agent.memory.search.search_memory`. ``retrieval`` overrides the
@@ -226,7 +231,7 @@ class MemoryGraph:
         their crops, embeddings and transcripts, the lines only about it, its tags in lines it shares,
         and unless ``keep_mentions`` the lines and transcripts where others name it. Returns only once
         no file beside the DB holds any of it (see :meth:`MemoryWriter.forget`)."""
-        number = self._characters.resolve(video_id, str(character))
+        number = self.resolve_character(video_id, character)
         members = set(self.characters(video_id).members[number])
         names = self._characters.names_ever(video_id, number)
         plan = self.writer.forget(video_id, members, self.embed_queries if self.can_embed else None, names=names,
@@ -239,6 +244,16 @@ class MemoryGraph:
     # ------------------------------------------------------------------ views
     def export(self, video: int | str | None = None) -> dict:
         return export_video(self.store, self._characters, self.resolve_video(video))
+
+    def character_cards(self, video: int | str | None = None) -> list[CharacterCard]:
+        """One card per character: face crops, a voice sample, its name, the clips it is in."""
+        self.refresh()
+        return character_cards(self.store, self._characters, self.resolve_video(video))
+
+    def timeline(self, video: int | str | None = None, character: int | None = None) -> list[TimelineClip]:
+        """The clips in order with their lines (superseded ones marked), optionally of one character."""
+        self.refresh()
+        return timeline(self.store, self._characters, self.resolve_video(video), character=character)
 
     def inspect(self) -> dict:
         return inspect_db(self.store, self._characters, self.db_files())

@@ -4,6 +4,7 @@ attributed to voice identities. Node ids are decided here (existing) or by the g
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,13 +84,17 @@ class Perceiver:
     def voice_bank(self, snapshots: dict[int, np.ndarray]) -> IdentityBank:
         return IdentityBank(self.voice_threshold, cosine_distance, snapshots)
 
-    def perceive(self, clip: MediaClip, face_bank: IdentityBank, voice_bank: IdentityBank) -> ClipPerception:
+    def perceive(self, clip: MediaClip, face_bank: IdentityBank, voice_bank: IdentityBank,
+                 on_stage: Callable[[str], None] | None = None) -> ClipPerception:
         """Faces in this thread while speech runs in another: the native libraries release the GIL,
-        so the two halves share the cores."""
+        so the two halves share the cores. ``on_stage`` hears each stage's name as it starts
+        ("faces", "speech", "voices"; the two halves overlap)."""
         out = ClipPerception(clip)
+        stage = on_stage or (lambda name: None)
         speech = None
         if self.asr is not None and clip.audio.size:
-            speech = self._pool.submit(self._speech, clip, voice_bank, out)
+            speech = self._pool.submit(self._speech, clip, voice_bank, out, stage)
+        stage("faces")
         t = time.perf_counter()
         detections = self._detect_and_embed(clip)
         out.faces = self._face_tracks(detections, face_bank)
@@ -106,13 +111,16 @@ class Perceiver:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-speech")
         return self._executor
 
-    def _speech(self, clip: MediaClip, voice_bank: IdentityBank, out: ClipPerception) -> None:
+    def _speech(self, clip: MediaClip, voice_bank: IdentityBank, out: ClipPerception,
+                stage: Callable[[str], None]) -> None:
+        stage("speech")
         t = time.perf_counter()
         segments = self.asr.transcribe(clip.audio, SAMPLE_RATE)
         out.utterances = [Utterance(clip.start + s.start, min(clip.end, clip.start + s.end), s.text)
                           for s in segments]
         out.seconds["asr"] = time.perf_counter() - t
         if self.voices is not None:
+            stage("voices")
             t = time.perf_counter()
             out.voices = self._voice_tracks(clip, out.utterances, voice_bank)
             out.seconds["voices"] = time.perf_counter() - t

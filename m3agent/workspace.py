@@ -1,0 +1,220 @@
+"""Everything the app does, without the app: a data folder, its memories, a memorization queue, answers.
+
+``app/`` only lays out widgets and calls these methods, so what the app shows is what the library (and the
+CLI: ``memorize --events``, ``characters``, ``timeline``, ``ask --json``) computes. Memories are opened read-only
+and shared by every browser tab; a memorization writes them from its own process, and each read picks up
+what it committed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from m3agent import factory
+from m3agent.config import ChatConfig, Config
+from m3agent.datafolder import DataFolder, DataFolderError
+from m3agent.errors import M3AgentError
+
+#: the app's settings offer the configured ``control.chat`` (the embedded model unless the config says
+#: otherwise) or any OpenAI-compatible server
+APP_CHAT_BACKENDS = ("configured", "openai")
+SAMPLE_EPISODE = "samples/sample_episode.mp4"
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatChoice:
+    """The settings panel's choice; empty fields keep the configured ``control.chat``."""
+
+    backend: str = "configured"
+    base_url: str = ""
+    model: str = ""
+
+    def apply(self, chat: ChatConfig) -> ChatConfig:
+        if self.backend not in APP_CHAT_BACKENDS:
+            raise DataFolderError(f"unknown chat backend {self.backend!r} (choose one of {', '.join(APP_CHAT_BACKENDS)})")
+        if self.backend == "configured":
+            return chat
+        if not self.base_url:
+            raise DataFolderError("the openai backend needs the server's URL (e.g. http://127.0.0.1:8000/v1)")
+        return dataclasses.replace(chat, backend="openai", base_url=self.base_url, model=self.model)
+
+
+class Workspace:
+    def __init__(self, config: Config, cli_args: Sequence[str] = (), *, start_queue: bool = True):
+        from m3agent.jobs.memorize_queue import MemorizationQueue, memorize_command
+
+        self.config = config
+        app = config.app
+        self.folder = DataFolder(app.data_dir, app.video_types, app.max_upload_mb)
+        self.queue = MemorizationQueue(self.folder.state_dir, memorize_command(cli_args), start=start_queue)
+        self._graphs: dict[Path, object] = {}
+        self._chats: dict[ChatConfig, object] = {}
+        self._lock = threading.Lock()  # opening graphs, loading models
+        self._answering = threading.Lock()  # one chat model call sequence at a time
+        self._embedder = None
+
+    def close(self) -> None:
+        self.queue.close()
+        for graph in self._graphs.values():
+            graph.close()
+        self._graphs.clear()
+
+    # ------------------------------------------------------------------ the folder
+    def videos(self) -> list[str]:
+        return self.folder.videos()
+
+    def memories(self) -> list[str]:
+        """Memory DBs of the folder that hold at least one clip (one being started is not listed yet)."""
+        return [m for m in self.folder.memories() if self._holds_clips(m)]
+
+    def _holds_clips(self, memory: str) -> bool:
+        try:
+            graph = self.graph(memory)
+            return any(graph.clips(v.id) for v in graph.videos())
+        except M3AgentError:
+            return False
+
+    def upload(self, temp_path: str, original_name: str | None = None) -> str:
+        """Check an upload and keep it in the folder; returns its path relative to the folder."""
+        return self.folder.relative(self.folder.accept_upload(temp_path, original_name))
+
+    def memory_of(self, video: str) -> str:
+        return self.folder.relative(self._memory_for(self.folder.resolve(video)))
+
+    def _memory_for(self, video: Path) -> Path:
+        """``memories/<name>.db``; when that memory is another video's (the same file name in another
+        place of the folder), ``memories/<name>-<hash of the video's path>.db``."""
+        plain = self.folder.memory_for(video)
+        owner = self._owner(plain)
+        if owner is None or owner == video:
+            return plain
+        digest = hashlib.sha256(self.folder.relative(video).encode()).hexdigest()[:8]
+        return plain.with_name(f"{plain.stem}-{digest}{plain.suffix}")
+
+    def _owner(self, memory: Path) -> Path | None:
+        """The video a memory DB is for: a job's that writes it, else the one it holds."""
+        for status in self.queue.statuses():
+            if Path(status.job.memory) == memory:
+                return Path(status.job.video)
+        if not memory.is_file():
+            return None
+        try:
+            videos = self.graph(str(memory)).videos()
+        except M3AgentError:
+            return None
+        return Path(videos[0].path).resolve() if videos and videos[0].path else None
+
+    # ------------------------------------------------------------------ memorizing
+    def memorize(self, video: str):
+        """Queue a video of the folder for memorization into ``memories/<name>.db``."""
+        path = self.folder.resolve(video)
+        if not path.is_file():
+            raise DataFolderError(f"{video}: no such video in the data folder")
+        return self.queue.submit(path, self._memory_for(path))
+
+    def memorize_sample(self):
+        """The shipped sample episode: built on first use (inside the job), then memorized."""
+        path = self.folder.root / SAMPLE_EPISODE
+        return self.queue.submit(path, self.folder.memories_dir / "sample_episode.db", build_sample=True)
+
+    def jobs(self):
+        return self.queue.statuses()
+
+    # ------------------------------------------------------------------ reading memories
+    @property
+    def embedder(self):
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = factory.build_embedder(self.config.embedder)
+            return self._embedder
+
+    def graph(self, memory: str):
+        """The memory DB at ``memory`` (inside the folder), opened read-only once and shared."""
+        path = self.folder.resolve(memory)
+        if not path.is_file():
+            raise DataFolderError(f"{memory}: no such memory in the data folder")
+        with self._lock:
+            graph = self._graphs.get(path)
+            if graph is None:
+                graph = factory.open_memory(path, self.config, readonly=True)
+                self._graphs[path] = graph
+        graph.refresh()
+        return graph
+
+    def video_file(self, memory: str) -> str | None:
+        """The video a memory was made from, if it lies inside the folder (nothing outside is served)."""
+        video = self.graph(memory).resolve_video(None)
+        if not video.path:
+            return None
+        try:
+            path = self.folder.resolve(video.path)
+        except DataFolderError:
+            return None
+        return str(path) if path.is_file() else None
+
+    def clip_span(self, memory: str, clip: int) -> tuple[float, float] | None:
+        graph = self.graph(memory)
+        video = graph.resolve_video(None)
+        spans = graph.store.clip_spans(video.id, [clip])
+        return spans.get(clip)
+
+    def last_clip(self, memory: str) -> int:
+        graph = self.graph(memory)
+        clips = graph.clips(graph.resolve_video(None).id)
+        return clips[-1].id if clips else 0
+
+    def characters(self, memory: str):
+        return self.graph(memory).character_cards()
+
+    def timeline(self, memory: str, character: int | None = None):
+        return self.graph(memory).timeline(character=character)
+
+    def voice_sample(self, memory: str, start: float, end: float) -> tuple[int, np.ndarray] | None:
+        """``(16000, int16 samples)`` of the memory's video between ``start`` and ``end`` (at most 15 s)."""
+        from m3agent.media import audio_excerpt
+        from m3agent.media.clips import SAMPLE_RATE
+
+        video = self.video_file(memory)
+        if video is None:
+            return None
+        samples = audio_excerpt(video, start, min(end, start + 15.0))
+        pcm = (np.clip(samples, -1.0, 1.0) * 32767).astype(np.int16)
+        return (SAMPLE_RATE, pcm) if pcm.size else None
+
+    # ------------------------------------------------------------------ answering
+    def chat(self, choice: ChatChoice):
+        config = choice.apply(self.config.control.chat)
+        with self._lock:
+            chat = self._chats.get(config)
+            if chat is None:
+                chat = factory.build_chat(config)
+                self._chats[config] = chat
+        return chat
+
+    def ask(self, memory: str, question: str, before_clip: int | None = None,
+            choice: ChatChoice = ChatChoice()) -> dict:
+        """An answer from the control process: ``{"answer", "rounds": [...], "evidence": [...], "seconds"}``;
+        each round has its query and the clips it returned (times, scores), each evidence clip its best line."""
+        from m3agent.control import Question
+        from m3agent.control.evidence import best_evidence
+
+        graph = self.graph(memory)
+        asked = Question(question, before_clip)
+        chat = self.chat(choice)
+        controller = factory.build_controller(graph, self.config, chat=chat)
+        controller.step.video_of(asked)
+        started = time.perf_counter()
+        with self._answering:
+            answer = controller.answer_many([asked])[0]
+        data = answer.to_dict()
+        data["question"] = question
+        data["evidence"] = best_evidence(answer, graph.embed_queries, limit=3)
+        data["seconds"] = round(time.perf_counter() - started, 2)
+        return data

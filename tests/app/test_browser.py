@@ -1,0 +1,165 @@
+"""The app in a real headless Chromium: upload, memorize, characters, timeline, ask, and the chat
+answering while another memorization runs. It saves a screenshot of each view (to
+``M3AGENT_SCREENSHOTS`` when set: ``docs/screenshots`` is made this way)."""
+
+import json
+import os
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from m3agent.config import load_config
+from tests.data import VIDEO_CLIP
+
+pytestmark = [pytest.mark.models, pytest.mark.slow, pytest.mark.timeout(900)]
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--mute-audio"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    from app.main import launch
+
+    data = tmp_path_factory.mktemp("data")
+    config = load_config(None, {}, [f"app.data_dir={data}", f"app.port={free_port()}"])
+    demo, url, workspace = launch(config, block=False)
+    yield url, workspace
+    demo.close()
+    workspace.close()
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.outside = []
+        page.on("request", lambda r: page.outside.append(r.url)
+                if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+        page.goto(app_url[0], wait_until="load")
+        page.wait_for_selector("#memorize")
+        yield page
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    folder = Path(os.environ.get("M3AGENT_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def text_of(page, selector: str) -> str:
+    return page.locator(selector).first.inner_text()
+
+
+def wait_text(page, selector: str, pattern: str, timeout: float = 300.0) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        text = text_of(page, selector)
+        if re.search(pattern, text):
+            return text
+        assert time.monotonic() < deadline, f"{selector} never matched {pattern!r}; it shows {text!r}"
+        time.sleep(0.5)
+
+
+def open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+
+
+def choose(page, selector: str, option: str) -> None:
+    page.locator(f"{selector} input").click()
+    page.get_by_role("option", name=option).click()
+
+
+def test_upload_memorize_and_see_the_characters(page, shots):
+    page.locator("#upload input[type=file]").set_input_files(str(VIDEO_CLIP))
+    wait_text(page, "#message", "Uploaded .*short_hamilton_clip.mp4", 60)
+    page.wait_for_function("(() => { const v = document.querySelector('#player video');"
+                           " return v && v.src && v.src.includes('short_hamilton_clip'); })()", timeout=30_000)
+    page.click("#memorize")
+    wait_text(page, "#jobs", r"short_hamilton_clip.mp4: (queued|starting|clip|done)", 30)
+    # the live view: the clip in work with its stages (a fast machine may be done before a poll sees it)
+    wait_text(page, "#jobs", r"short_hamilton_clip.mp4: (clip 1 of 1: \w|done)", 300)
+    page.screenshot(path=str(shots / "video.png"), full_page=True)
+    wait_text(page, "#jobs", r"short_hamilton_clip.mp4: done: 1 clips, [\d.]+x real time", 300)
+    page.wait_for_function("document.querySelector('#memory input').value == 'memories/short_hamilton_clip.db'",
+                           timeout=30_000)
+    open_tab(page, "Characters")
+    page.wait_for_selector(".card .faces img", timeout=60_000)
+    page.wait_for_selector(".card .voice", timeout=30_000)
+    assert "Voice:" in text_of(page, ".card .voice")  # a sample of its voice, with what it said
+    assert "character_" in text_of(page, ".card-title")
+    assert page.locator(".card .clip-link").first.inner_text() == "clip 0"
+
+
+def test_chat_answers_on_one_memory_while_another_is_memorized(page, shots, app_url):
+    open_tab(page, "Video")
+    page.click("#sample")
+    wait_text(page, "#jobs", r"sample_episode.mp4: (building|starting|clip)", 60)
+    open_tab(page, "Ask")
+    page.fill("#question textarea", "What does the person on screen say?")
+    page.click("#ask-btn")
+    page.wait_for_selector(".evidence-clip", timeout=300_000)
+    jobs = text_of(page, "#jobs")
+    assert re.search(r"sample_episode.mp4: (building|starting|clip \d)", jobs), jobs  # still memorizing
+    chat = text_of(page, "#chat")
+    assert "What does the person on screen say?" in chat and len(chat.split("What does the person on screen say?")[1].strip()) > 0
+    trace = text_of(page, "#trace")
+    assert "Before round 1" in trace and "search" in trace and re.search(r"clip 0 \(00:00–00:10, score", trace)
+    assert page.locator(".evidence-clip").first.inner_text().startswith("▶ clip 0")
+    page.screenshot(path=str(shots / "ask.png"), full_page=True)
+    again = page.context.browser.new_page()  # a browser that comes back sees where the memorization stands
+    again.goto(app_url[0], wait_until="load")
+    wait_text(again, "#jobs", r"sample_episode.mp4: (building|starting|clip \d|done)", 60)
+    assert "short_hamilton_clip.mp4: done" in text_of(again, "#jobs")
+    again.close()
+
+
+def test_the_sample_episode_browses_by_character_and_jumps_to_a_clip(page, shots):
+    wait_text(page, "#jobs", r"sample_episode.mp4: done: \d+ clips", 600)
+    choose(page, "#memory", "memories/sample_episode.db")
+    open_tab(page, "Characters")
+    page.wait_for_function("document.querySelectorAll('.card').length >= 3", timeout=60_000)
+    names = " ".join(page.locator(".card-title").all_inner_texts())
+    assert re.search(r"[A-Z][a-z]+ \(character_\d+\)", names), names  # names the memory learned
+    page.screenshot(path=str(shots / "characters.png"), full_page=True)
+    open_tab(page, "Timeline")
+    page.wait_for_selector(".timeline-clip", timeout=60_000)
+    assert page.locator(".timeline-clip").count() >= 3
+    page.locator(".timeline-clip .clip-link").nth(2).click()
+    page.wait_for_function("(() => { const v = document.querySelector('#player video');"
+                           " return v && v.currentTime >= 59; })()", timeout=60_000)
+    page.screenshot(path=str(shots / "timeline.png"), full_page=True)
+
+
+def test_nothing_leaves_the_machine_and_no_file_outside_the_data_folder_is_served(page, app_url):
+    url, workspace = app_url
+    assert page.outside == []
+    for path in ("/etc/passwd", "../../../../etc/passwd", str(VIDEO_CLIP), "%2e%2e/%2e%2e/etc/passwd"):
+        for route in ("gradio_api/file=", "file="):
+            try:
+                with urllib.request.urlopen(url + route + path, timeout=10) as response:
+                    body = response.read()
+                    assert b"root:" not in body and response.headers.get_content_type() == "text/html", path
+            except urllib.error.HTTPError as exc:
+                assert exc.code in (400, 403, 404), (path, exc.code)
+    inside = workspace.folder.resolve("uploads/short_hamilton_clip.mp4")
+    with urllib.request.urlopen(url + "gradio_api/file=" + str(inside), timeout=10) as response:
+        assert response.status == 200  # what the data folder holds is served to the player
+    assert json.loads(json.dumps(workspace.config.app.host)) == "127.0.0.1"
