@@ -476,10 +476,7 @@ def cmd_demo(args, config: Config) -> int:
 
 
 def cmd_app(args, config: Config) -> int:
-    try:
-        from app.main import launch
-    except ImportError as exc:
-        raise AppMissingError(f"the app needs its extra: pip install -e '.[app]' ({exc})") from exc
+    launch = _app_module().launch
 
     settings = {k: v for k, v in (("data_dir", args.data), ("host", args.host), ("port", args.port)) if v is not None}
     config = dataclasses.replace(config, app=dataclasses.replace(config.app, **settings))
@@ -490,7 +487,25 @@ def cmd_app(args, config: Config) -> int:
 
 
 class AppMissingError(M3AgentError):
-    """``m3agent app`` without gradio installed."""
+    """``m3agent app`` without gradio installed, or outside a checkout that has the ``app/`` folder."""
+
+
+def _app_module():
+    """``app/main.py`` of the checkout this package runs from: the app is a script folder beside the
+    package, never installed as a top-level ``app`` package of its own (that name would collide)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "app" / "main.py"
+    if not path.is_file():
+        raise AppMissingError(f"the app lives in the repository's app/ folder ({path} is missing): run m3agent "
+                              "from a clone installed with pip install -e '.[app]'")
+    if importlib.util.find_spec("gradio") is None:
+        raise AppMissingError("the app needs its extra: pip install -e '.[app]'")
+    spec = importlib.util.spec_from_file_location("m3agent_app_main", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def cmd_characters(args, config: Config) -> int:
