@@ -144,6 +144,12 @@ def cmd_remember(args, config: Config) -> int:
     records, problems = read_records(args.jsonl)  # a bad file fails before any model loads
     for number, reason in problems:
         print(f"m3agent remember: {args.jsonl} line {number} skipped: {reason}", file=sys.stderr)
+    policy = None
+    if args.policy == "chat":  # a chat model decides what to keep, with memory tools (m3agent.memops)
+        from m3agent.memops.policy import ChatPolicy, policy_chat
+
+        chat = factory.build_chat(policy_chat(config, procedural=args.procedural))
+        policy = ChatPolicy(chat, config.train.memory_build)
     with writing(args.db):
         graph = factory.open_memory(args.db, config, create=True)
     with graph:
@@ -151,7 +157,10 @@ def cmd_remember(args, config: Config) -> int:
 
         with tqdm(total=len(records), desc=f"remember {args.source}", unit="record", disable=args.quiet,
                   file=sys.stderr) as bar:
-            report = graph.remember(args.source, records, procedural=args.procedural, progress=bar.update)
+            if policy is not None:
+                report = policy.build(graph, args.source, records, progress=bar.update)
+            else:
+                report = graph.remember(args.source, records, procedural=args.procedural, progress=bar.update)
     _print_json({**report.to_dict(), "skipped_lines": len(problems)})
     return 1 if problems and not records else 0
 
@@ -465,6 +474,42 @@ def cmd_bench_memorybench(args, config: Config) -> int:
     return 0
 
 
+def cmd_train_data(args, config: Config) -> int:
+    from pathlib import Path
+
+    from m3agent.train import dataset
+
+    def usage(problem: str) -> int:
+        print(f"m3agent train-data: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+
+    if args.val_fraction is not None and not 0 <= args.val_fraction < 1:
+        return usage(f"--val-fraction must be in [0, 1) (got {args.val_fraction})")
+    split = {"val_fraction": args.val_fraction, "seed": args.seed}
+    if args.task == "control":
+        if not (args.annotations and args.memories) or args.tasks or args.memorybench:
+            return usage("--task control needs --annotations and --memories (--tasks and --memorybench are for "
+                         "--task memory-build)")
+        summary = dataset.build_dataset(args.annotations, args.memories, args.out, config, **split)
+        unit, group = "questions", "videos"
+    else:
+        if bool(args.tasks) == bool(args.memorybench):
+            return usage("--task memory-build needs --tasks FILE or --memorybench DATA (one of them)")
+        source = Path(args.tasks or args.memorybench)
+        tasks = (dataset.read_tasks(source) if args.tasks else
+                 dataset.memorybench_tasks(source, notice=lambda text: print(text, file=sys.stderr)))
+        kind = "memory-build" if args.tasks else "memorybench"
+        summary = dataset.build_task_dataset(tasks, args.out, config, data_source=f"{kind}/{source.stem}", **split)
+        unit, group = "tasks", "questions"
+    if args.json:
+        _print_json({k: v for k, v in summary.items() if k != "problems"})
+    else:
+        skipped = ", ".join(f"{n} {reason}" for reason, n in summary["skipped"].items()) or "none"
+        print(f"{summary['train']} train {unit} ({summary[f'train_{group}']} {group}), {summary['val']} validation "
+              f"({summary[f'val_{group}']} {group}); skipped: {skipped}; in {args.out} (summary.json says why)")
+    return 0 if summary["train"] + summary["val"] else 1
+
+
 def cmd_demo(args, config: Config) -> int:
     from m3agent.jobs.demo import run_demo
 
@@ -555,6 +600,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", required=True, help="the text source's name (like a video's)")
     p.add_argument("--jsonl", required=True, help='records, JSON lines {"id", "text", "time"?, "speaker"?, "session"?}')
     p.add_argument("--procedural", action="store_true", help="store them as procedural memory (what worked, corrections)")
+    p.add_argument("--policy", choices=("direct", "chat"), default="direct",
+                   help="direct: each record becomes a line; chat: a chat model (train.memory_build.chat, else "
+                        "control.chat) reads them in chunks and keeps what matters with memory tools")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_remember)
 
@@ -647,6 +695,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_bench_memorybench)
+
+    p = sub.add_parser("train-data", help="training tasks as verl Parquet: control questions (M3-Bench annotations + "
+                       "memory DBs, split by video) or memory-build streams (split by task)")
+    p.add_argument("--task", choices=["control", "memory-build"], default="control",
+                   help="what the rows train: the control process (default) or the memory-construction policy")
+    p.add_argument("--annotations", default=None, help="control: M3-Bench JSON (robot.json, web.json)")
+    p.add_argument("--memories", default=None, help="control: folder of memory DBs, VIDEO.db")
+    p.add_argument("--tasks", default=None, help="memory-build: JSON lines of {id, chunks, questions}")
+    p.add_argument("--memorybench", default=None, metavar="DATA",
+                   help="memory-build: MemoryBench records (as bench memorybench --data); one task per corpus "
+                        "conversation, its questions held out")
+    p.add_argument("--out", required=True, help="folder for train.parquet, val.parquet and summary.json")
+    p.add_argument("--val-fraction", type=float, default=None,
+                   help="share of videos (control) or tasks (memory-build) held out (train.val_fraction)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the split (train.seed)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=cmd_train_data)
 
     p = sub.add_parser("forget", help="remove a person: their faces, voice, lines, and what others said of them")
     p.add_argument("db")

@@ -179,6 +179,56 @@ class BenchConfig:
 
 
 @dataclass(frozen=True)
+class RewardConfig:
+    """The control task's reward: the judge's verdict (1 right, 0 wrong or undecided), minus optional shaping,
+    each off by default (0): ``id_penalty`` once when the raw answer still holds character, face or voice ids
+    (the prompt asks for names), ``malformed_penalty`` per model reply that followed no ``Action:`` format,
+    ``round_cost`` per model round used (rewards answering with fewer searches)."""
+
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    id_penalty: float = 0.0
+    malformed_penalty: float = 0.0
+    round_cost: float = 0.0
+
+
+@dataclass(frozen=True)
+class MemoryBuildConfig:
+    """The memory-construction policy (Mem-alpha style, :mod:`m3agent.memops`): a chat model reads a stream in
+    chunks and keeps memory with insert/update/delete/search tools. As the ``memory-build`` environment its
+    episode reward is ``accuracy - size_penalty * min(1, memory chars / stream chars) - format_penalty *
+    (share of replies with a malformed call)``, accuracy being the held-out questions the judge finds
+    answered by what memory recalls for them (the core block and ``answer_lines`` lines): the training judge,
+    ``train.reward.judge`` (offline by default: cheap and deterministic)."""
+
+    chat: ChatConfig = field(default_factory=ChatConfig)  # the policy; left at its defaults, control.chat is used
+    chunk_records: int = 8  # consecutive records of one session read as one chunk (at most this many)
+    core_chars: int = 1000  # the core block (shown at every step) holds at most this many characters
+    line_chars: int = 600  # one semantic or episodic line holds at most this many
+    max_calls: int = 16  # tool calls run per reply; the rest are reported to the model, not run
+    shown_lines: int = 5  # stored lines related to a chunk shown beside it, with their ids (0: none)
+    search_lines: int = 5  # lines a search call returns when it gives no "k"
+    max_search_lines: int = 20
+    max_tokens: int = 1024  # per policy reply
+    temperature: float = 0.0
+    answer_lines: int = 5  # lines recalled per held-out question (environment reward)
+    size_penalty: float = 0.2  # 0.2: storing the whole stream verbatim costs a fifth of full accuracy
+    format_penalty: float = 0.1  # all replies malformed costs this much
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """RL training of the control model (``pipelines/train``): the environment the verl agent loop drives, its
+    reward, and how ``m3agent train-data`` splits questions into train and validation sets (by video)."""
+
+    env: str = "control"  # registered env backend (m3agent.registry kind "env")
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    val_fraction: float = 0.1  # share of videos (not questions) held out for validation
+    seed: int = 42
+    # sections of further environments go below (the memory-construction env adds its own here)
+    memory_build: MemoryBuildConfig = field(default_factory=MemoryBuildConfig)  # the "memory-build" env
+
+
+@dataclass(frozen=True)
 class AppConfig:
     """``m3agent app``: the Gradio demo. It reads and serves files only inside ``data_dir``."""
 
@@ -196,6 +246,7 @@ class Config:
     memorize: MemorizeConfig = field(default_factory=MemorizeConfig)
     control: ControlConfig = field(default_factory=ControlConfig)
     bench: BenchConfig = field(default_factory=BenchConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
     app: AppConfig = field(default_factory=AppConfig)
 
 
@@ -326,10 +377,12 @@ _POSITIVE = {
     ControlConfig: {"max_rounds", "max_tokens", "batch_size"},
     BenchConfig: {"workers"},
     MemoryBenchConfig: {"top_k", "batch", "steps", "max_rounds", "max_tokens"},
+    MemoryBuildConfig: {"chunk_records", "core_chars", "line_chars", "max_calls", "search_lines", "max_search_lines",
+                        "max_tokens", "answer_lines"},
 }
 _SIGNED = {SearchConfig: {"threshold"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"seed"}}
 _AT_MOST_ONE = {IndexConfig: {"target_recall"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"gpu_memory"},
-                JudgeConfig: {"f1"}}
+                JudgeConfig: {"f1"}, TrainConfig: {"val_fraction"}}
 
 
 def _check_numbers(settings: Any, prefix: str = "") -> None:
@@ -374,6 +427,12 @@ def validate(config: Config) -> None:
               ("chat", mb.judge.backend, "bench.memorybench.judge.backend")]
     if config.bench.judge.backend == "chat":
         named.append(("chat", config.bench.judge.chat.backend, "bench.judge.chat.backend"))
+    reward_judge = config.train.reward.judge
+    named.append(("judge", reward_judge.backend, "train.reward.judge.backend"))
+    if reward_judge.backend == "chat":
+        named.append(("chat", reward_judge.chat.backend, "train.reward.judge.chat.backend"))
+    named.append(("env", config.train.env, "train.env"))
+    named.append(("chat", config.train.memory_build.chat.backend, "train.memory_build.chat.backend"))
     if pc.voice_backend:
         named.append(("voice", pc.voice_backend, "memorize.perception.voice_backend"))
     if pc.asr_backend:

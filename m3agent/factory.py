@@ -22,16 +22,19 @@ from m3agent.config import (
     JudgeConfig,
     MemorizeConfig,
     PerceptionConfig,
+    RewardConfig,
 )
 
 if TYPE_CHECKING:
     from m3agent.control import Controller
+    from m3agent.envs import Env
     from m3agent.eval.judge import Judge
     from m3agent.memorize.base import Memorizer
     from m3agent.memory.graph import MemoryGraph
     from m3agent.models.embed.base import TextEmbedder
     from m3agent.models.llm.base import ChatModel
     from m3agent.perception.pipeline import Perceiver
+    from m3agent.train.rewards import Rewarder
 
 
 def _build(kind: str, name: str, section: Any, providers: dict[str, Callable[[], Any]] | None = None) -> Any:
@@ -106,6 +109,33 @@ def build_controller(memory: MemoryGraph, config: Config, chat: ChatModel | None
 
 def build_judge(config: JudgeConfig) -> Judge:
     return _build("judge", config.backend, config, {"chat": lambda: build_chat(config.chat)})
+
+
+def build_rewarder(config: RewardConfig, judge: Judge | None = None) -> Rewarder:
+    """The control task's reward, with the judge ``config.judge`` names unless one is given."""
+    from m3agent.train.rewards import Rewarder
+
+    return Rewarder(judge if judge is not None else build_judge(config.judge), config)
+
+
+def build_env(config: Config, name: str | None = None, **deps: Any) -> Env:
+    """Environment ``name`` (default ``train.env``) built from the ``train`` section. ``deps`` are what config
+    cannot build: the ``memory`` an episode acts on, or a ``judge``/``rewarder``/``embedder`` shared by many
+    envs; the control settings, the reward and the text embedder come from ``config`` unless given."""
+    from m3agent.envs import EnvError
+
+    name = name or config.train.env
+    providers: dict[str, Callable[[], Any]] = {
+        "control": lambda: config.control,
+        "judge": lambda: build_judge(config.train.reward.judge),
+        "rewarder": lambda: build_rewarder(config.train.reward, deps.get("judge")),
+        "embedder": lambda: build_embedder(config.embedder),
+    }
+    providers.update({key: (lambda value=value: value) for key, value in deps.items()})
+    missing = [need for need in getattr(registry.load_class("env", name), "requires", ()) if need not in providers]
+    if missing:
+        raise EnvError(f"env {name!r} needs {', '.join(missing)} (pass them to build_env)")
+    return _build("env", name, config.train, providers)
 
 
 def judge_label(config: JudgeConfig) -> str:

@@ -39,6 +39,10 @@ _BACKENDS: dict[str, dict[str, str]] = {
         "offline": "m3agent.eval.judge:OfflineJudge",
         "chat": "m3agent.eval.judge:ChatJudge",
     },
+    "env": {
+        "control": "m3agent.envs.control:ControlEnv",
+        "memory-build": "m3agent.envs.memory_build:MemoryBuildEnv",
+    },
 }
 
 #: names that stand for a registered backend chosen at run time (see m3agent.factory)

@@ -14,14 +14,9 @@ from m3agent.memory.text_sources import (
     parse_record,
     read_records,
 )
+from tests.data import CHAT as ALL_CHAT
 
-CHAT = [
-    {"id": "D1:1", "text": "I went to the LGBTQ support group yesterday", "time": "8 May 2023", "speaker": "Caroline",
-     "session": "1"},
-    {"id": "D1:2", "text": "That is great, I painted a sunrise", "time": "8 May 2023", "speaker": "Melanie",
-     "session": "1"},
-    {"id": "D2:1", "text": "We went camping with the kids", "time": "25 May 2023", "speaker": "Melanie", "session": "2"},
-]
+CHAT = ALL_CHAT[:3]
 
 
 def records(items=CHAT):

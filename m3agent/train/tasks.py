@@ -1,0 +1,114 @@
+"""What one training row asks and the memory it is asked of, shared by the dataset and the verl scripts.
+
+A control row (see :mod:`m3agent.train.dataset`) names its memory DB by path; a rollout worker answers
+thousands of rows over a few hundred DBs, so :class:`MemoryShelf` opens each one once, read-only, and keeps
+it. A memory-build row carries its whole task (the stream and the held-out questions) as JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from m3agent.config import Config
+from m3agent.memory.errors import MemoryStoreError
+
+if TYPE_CHECKING:
+    from m3agent.memory.graph import MemoryGraph
+
+AGENT_NAME = "m3agent_control"  # the verl agent loop rows are routed to (pipelines/train/agent_loop.py)
+MEMORY_BUILD_AGENT = "m3agent_memory_build"  # the same loop driving the memory-build env
+TOOL_NAME = "memory_search"  # the verl tool's function name (pipelines/train/config/tool_config.yaml)
+
+
+def clip_number(value: Any) -> int | None:
+    """``before_clip`` as rows carry it: an int, or None/NaN (a Parquet column with gaps) for all clips."""
+    if value is None or value != value:  # NaN
+        return None
+    return int(value)
+
+
+def task_of(extra_info: Mapping[str, Any], ground_truth: str | None = None) -> dict[str, Any]:
+    """The control env's task from a row's ``extra_info`` (and ``reward_model.ground_truth``)."""
+    task = {key: extra_info.get(key) for key in ("question", "video", "before_clip", "question_id")}
+    task["answer"] = ground_truth if ground_truth is not None else extra_info.get("answer")
+    return task
+
+
+def memory_task_of(extra_info: Mapping[str, Any]) -> dict[str, Any]:
+    """The memory-build env's task from a row's ``extra_info``: JSON text, since a stream mixes record objects
+    and plain strings, which no single Parquet column type holds."""
+    return json.loads(extra_info["task"])
+
+
+def video_in(graph: MemoryGraph, key: str, video_path: str = "") -> str:
+    """The name, in ``graph``, of the annotation's video ``key``: its only video, or the one named by the key or
+    the video file's name; :class:`MemoryStoreError` naming what the DB holds otherwise."""
+    videos = graph.videos()
+    if len(videos) == 1:
+        return videos[0].name
+    file_name = PurePosixPath(video_path.replace("\\", "/")).name if video_path else ""
+    for name in filter(None, (key, file_name, Path(file_name).stem)):
+        if any(v.name == name for v in videos):
+            return name
+    names = ", ".join(repr(v.name) for v in videos) or "none"
+    raise MemoryStoreError(f"the memory holds {len(videos)} videos ({names}), none named {key!r}")
+
+
+class MemoryShelf:
+    """Read-only memory graphs by DB path, each opened on first use and kept for the process's life.
+
+    Graphs written with the same embedder share one instance of it (a worker may hold hundreds of DBs, and
+    each would otherwise load its own model), and a graph is fully loaded (embedder, vectors) before it is
+    handed out, so rollouts searching it from several threads only ever read it."""
+
+    def __init__(self, config: Config):
+        from m3agent.factory import embedder_for_db
+
+        self.config = config
+        self._graphs: dict[str, MemoryGraph] = {}
+        self._embedders: dict[tuple, Any] = {}
+        self._build_embedder = embedder_for_db(config.embedder)
+        self._lock = threading.Lock()
+
+    def get(self, path: str | Path) -> MemoryGraph:
+        key = str(Path(path).resolve())
+        with self._lock:
+            graph = self._graphs.get(key)
+            if graph is None:
+                graph = self._open(key)
+                self._graphs[key] = graph
+            return graph
+
+    def _open(self, path: str) -> MemoryGraph:
+        from m3agent.memory.graph import MemoryGraph
+
+        graph = MemoryGraph.open(path, self.config.memory, embedder_factory=self._embedder, readonly=True)
+        try:
+            graph.embedder_required()
+            graph.vectors  # noqa: B018  (loads the vectors now, under the lock)
+        except BaseException:
+            graph.close()
+            raise
+        return graph
+
+    def embedder(self):
+        """The configured text embedder, built once per process: what the memory-build env's fresh memories
+        are written with (an empty DB records no embedder of its own)."""
+        with self._lock:
+            return self._embedder({})
+
+    def _embedder(self, meta: Mapping[str, str]):
+        key = (meta.get("embedder"), meta.get("embedder_backend"), meta.get("dim"))
+        if key not in self._embedders:
+            self._embedders[key] = self._build_embedder(dict(meta))
+        return self._embedders[key]
+
+    def close(self) -> None:
+        with self._lock:
+            graphs, self._graphs = list(self._graphs.values()), {}
+        for graph in graphs:
+            graph.close()
