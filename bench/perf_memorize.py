@@ -74,30 +74,52 @@ def run(minutes: float, repeat: int = 3) -> dict:
         graph.close()
     runs.sort(key=lambda r: r[0])
     _, report, pure = runs[len(runs) // 2]
-    return {"video_seconds": report.duration, "render_s": render_s, "model_load_s": load_s, "repeat": repeat,
+    pc = config.memorize.perception
+    return {"face_backend": pc.face_backend, "max_side": pc.max_side,
+            "video_seconds": report.duration, "render_s": render_s, "model_load_s": load_s, "repeat": repeat,
             "all_seconds": [round(r[0], 2) for r in runs], **report.to_dict(), **pure}
 
 
-def render(r: dict) -> str:
+FACE_STACKS = {"retinaface": "RetinaFace (full frame) + dlib ResNet faces", "dlib": "dlib HOG (960 px) + ResNet faces"}
+
+
+def previous_figure(path: Path) -> str:
+    """The real-time factor, date and stack of the section this run replaces, as one sentence ("" if none)."""
+    text = path.read_text() if path.exists() else ""
+    start = text.find("## Memorization: real-time factor")
+    if start == -1:
+        return ""
+    end = text.find("\n## ", start + 1)
+    old = text[start:end if end != -1 else None]
+    factor, when = re.search(r"\*\*([\d.]+)x real time", old), re.search(r"Date: ([\d-]+)", old)
+    stack = re.search(r"embedded stack: (.+?) faces", old, re.S)
+    if not factor or not when:
+        return ""
+    faces = f", {' '.join(stack.group(1).split())} faces" if stack else ""
+    return f"Previous figure in this file: {factor.group(1)}x real time ({when.group(1)}{faces})."
+
+
+def render(r: dict, previous: str = "") -> str:
     import platform
 
     from bench.perf_memory import machine
 
     minutes = r["video_seconds"] / 60
+    faces = FACE_STACKS.get(r.get("face_backend", ""), f"{r.get('face_backend')} faces")
     stages = r["stage_seconds"]
     rows = "\n".join(f"| {k} | {v:.1f} s | {v / minutes:.2f} s |" for k, v in stages.items())
     return f"""## Memorization: real-time factor and identity purity (`bench/perf_memorize.py`)
 
 Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_memorize.py --write docs/BENCHMARKS.md`.
-Python {platform.python_version()}; embedded stack: dlib HOG + ResNet faces, Resemblyzer voices, Silero VAD + Whisper
-tiny.en (int8), MiniLM text embeddings; 1 fps, 30-s clips, frames decoded at most 960 px.
+Python {platform.python_version()}; embedded stack: {faces}, Resemblyzer voices, Silero VAD + Whisper
+tiny.en (int8), MiniLM text embeddings; 1 fps, 30-s clips, frames decoded at most {r.get('max_side', 960)} px.
 
 Video: {minutes:.1f} min of 1280x720 H.264 rendered from the fixture script ({r['people']} people, real photos,
 espeak-ng voices). Models load once in {r['model_load_s']:.1f} s (not counted below).
 
 **{r['realtime_factor']:.1f}x real time**, median of {r['repeat']} runs ({r['seconds']:.1f} s for
 {r['video_seconds']:.0f} s of video; all runs: {', '.join(f'{x:.1f} s' for x in r['all_seconds'])}; i.e.
-{60 / max(r['realtime_factor'], 1e-9):.1f} min per hour of video). Stage times add up to more than the total because
+{60 / max(r['realtime_factor'], 1e-9):.1f} min per hour of video). {previous} Stage times add up to more than the total because
 they overlap: the next clip decodes in a thread ("decode (wait)" is only the time spent waiting for it) and speech
 (ASR, voices) runs in a thread beside faces. The scenes are still photos; real footage with more faces per
 frame and shorter face tracks costs more face time per minute.
@@ -120,7 +142,7 @@ def main() -> None:
     args = parser.parse_args()
     result = run(args.minutes, args.repeat)
     print(json.dumps(result, indent=1))
-    section = render(result)
+    section = render(result, previous_figure(args.write) if args.write else "")
     print(section)
     if args.write:
         from bench.perf_memory import write_section

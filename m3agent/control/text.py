@@ -2,7 +2,8 @@
 
 Each round the model replies ``Action: [Search]`` or ``Action: [Answer]`` with a ``Content:``; only the
 text after a reasoning model's ``</think>`` counts. A reply that does not follow the format is used as a
-search query as it stands (its first line). These are pure functions on strings and message lists, so
+search query as it stands (its first line); a backend that decodes under a grammar is held to the format
+(:data:`REPLY_FORMAT`), so no reply of its is malformed. These are pure functions on strings and message lists, so
 any driver (a batch loop, a chat app, an RL rollout that generates tokens itself) reads and writes the
 conversation the same way.
 """
@@ -23,6 +24,9 @@ EMPTY_RESULT = "(The search result is empty. Please try searching from another p
 KNOWLEDGE_PREFIX = "Search results for "
 DROPPED = KNOWLEDGE_PREFIX + "an earlier query: (dropped to fit the context window)"
 MAX_QUERY_CHARS = 300  # a malformed reply searches with its first line, cut to this
+#: the reply format the control step asks for: ``m3agent/prompts/control_action.gbnf`` admits exactly the
+#: replies :func:`parse_action` reads as well formed (backends that cannot decode under a grammar ignore it)
+REPLY_FORMAT = "control_action"
 
 
 def parse_action(text: str) -> tuple[str, str, bool]:

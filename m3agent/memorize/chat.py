@@ -81,6 +81,9 @@ class ChatMemorizer(Memorizer):
         for track, node in zip(perception.faces, face_ids):
             spans = ", ".join(f"{clock(a)}-{clock(b)}" for a, b in track.spans(gap=2.0))
             face_lines.append(f"<face_{node}> on screen {spans}")
+        for a, b, n in perception.small_face_spans(gap=2.0):
+            face_lines.append(f"{n} {'face' if n == 1 else 'faces'} too small to identify (no tag) on screen "
+                              f"{clock(a)}-{clock(b)}")
         speech = [
             f"{'<voice_' + str(voice_ids[u.voice]) + '>' if u.voice is not None else 'unknown voice'} "
             f"[{clock(u.start)}-{clock(u.end)}]: {u.text}"

@@ -3,6 +3,8 @@
 Episodic lines say who is on screen when and who says what (with video time); semantic lines
 link a voice to the face it speaks from (``Equivalence:``, voted by co-occurrence: a voice speaking
 while exactly one face is visible votes for that face) and record names people give themselves.
+Faces too small to identify get no tag: one line per stretch says how many were on screen (the most
+on one frame), and they take no part in the vote (a crowd in the background would silence it).
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ class GroundedMemorizer(Memorizer):
                     lines.episodic.append(f"<face_{node}> appears on screen at {clock(a)}.")
                 else:
                     lines.episodic.append(f"<face_{node}> is on screen from {clock(a)} to {clock(b)}.")
-        if not perception.faces and clip.frames:
+        for a, b, n in perception.small_face_spans(gap=max(self.frame_gap, 1.5 * step)):
+            lines.episodic.append(small_faces_line(n, a, b, more=bool(perception.faces)))
+        if not perception.faces and not perception.small_faces and clip.frames:
             lines.episodic.append(f"Nobody is visible between {clock(clip.start)} and {clock(clip.end)}.")
         votes: dict[int, Counter] = {}
         for u in perception.utterances:
@@ -76,6 +80,15 @@ class GroundedMemorizer(Memorizer):
             face, _ = max(tally.items(), key=lambda kv: (kv[1], -kv[0]))
             lines.semantic.append(f"Equivalence: <face_{face}>, <voice_{voice}>")
         return lines
+
+
+def small_faces_line(n: int, start: float, end: float, more: bool = False) -> str:
+    """E.g. "2 more faces too small to identify are on screen from 00:05 to 00:20." (``more``: besides
+    the tagged faces of the clip)."""
+    what = f"{n} {'more ' if more else ''}{'face' if n == 1 else 'faces'} too small to identify"
+    if end - start < 0.5:
+        return f"{what} {'appears' if n == 1 else 'appear'} on screen at {clock(start)}."
+    return f"{what} {'is' if n == 1 else 'are'} on screen from {clock(start)} to {clock(end)}."
 
 
 def _single_faces(perception: ClipPerception, face_ids: list[int], start: float, end: float) -> list[int]:

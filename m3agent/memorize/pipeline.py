@@ -157,7 +157,8 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
             if log_file:
                 try:
                     log_file.write(json.dumps({"video": name, "clip": clip.index, "start": clip.start, "end": clip.end,
-                                               "faces": len(perception.faces), "utterances": len(perception.utterances),
+                                               "faces": len(perception.faces), "small_faces": perception.small_face_count,
+                                               "utterances": len(perception.utterances),
                                                "seconds": {k: round(v, 4) for k, v in stages.items()}}) + "\n")
                     log_file.flush()
                 except OSError as exc:  # the timing log is a convenience: a full disk must not stop the run

@@ -53,7 +53,7 @@ class MemoryGraph:
                 f"{store.path} was written with embedder {meta['embedder']!r}, not {embedder.name!r}"
             )
         dim = int(meta["dim"]) if "dim" in meta else (embedder.dim if embedder else 0)
-        self._vectors = VectorCache(store, self.config.index, str(store.path) + ".ivf", dim)
+        self._vectors = VectorCache(store, self.config.index, str(store.path) + ".ivf", dim, str(store.path) + ".vec")
         self._characters = Characters(store)
         self._lexical = LexicalIndex(store, self.config.search.lexical_postings)
         self.writer = MemoryWriter(store, self.config, self._vectors, self.embed_queries, self._changed_here)
@@ -264,7 +264,8 @@ class MemoryGraph:
 
     def db_files(self) -> list[Path]:
         base = self.store.path
-        return [p for p in (base, Path(f"{base}-wal"), Path(self._vectors.sidecar)) if p.exists()]
+        files = (base, Path(f"{base}-wal"), Path(self._vectors.sidecar), Path(self._vectors.vector_file))
+        return [p for p in files if p.exists()]
 
 
 __all__ = ["ClipBatch", "MemoryGraph", "SeenClips"]

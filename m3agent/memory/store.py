@@ -577,6 +577,11 @@ class SQLiteStore:
             args = (after_id, video_id)
         yield from self.conn.execute(q + " ORDER BY n.id", args)
 
+    def text_vector_count(self, up_to_id: int) -> int:
+        """How many text nodes with a vector have ids up to ``up_to_id`` (does a cached copy hold them all?)."""
+        q = f"SELECT count(*) FROM nodes n JOIN vectors v ON v.node_id = n.id WHERE n.kind IN {_TEXT} AND n.id <= ?"
+        return int(self.conn.execute(q, (up_to_id,)).fetchone()[0])
+
     def invalidations(self) -> list[tuple[int, int]]:
         """``(node id, clip it was superseded at)`` of every superseded text node."""
         q = "SELECT id, invalidated_at FROM nodes WHERE invalidated_at IS NOT NULL"

@@ -3,7 +3,8 @@
 Search is scoped to a video by default, and a video's lines sit in one contiguous matrix, so the
 common case is one exact matrix-vector product. Once the lines in scope exceed
 ``IndexConfig.ann_threshold``, an IVF index over all videos proposes candidates that are then
-filtered (scope, ``before_clip``, validity) and re-scored exactly.
+filtered (scope, ``before_clip``, validity) and re-scored exactly. The vectors come from the file beside
+the DB (:mod:`m3agent.memory.vecfile`, memory-mapped) when it matches the DB, else from SQLite rows.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from m3agent.config import IndexConfig
+from m3agent.memory import vecfile
 from m3agent.memory.index.flat import FlatIndex
 from m3agent.memory.model import DECLARATIVE_KINDS
 from m3agent.memory.store import SQLiteStore
@@ -36,6 +38,62 @@ class LineHits:
     complete: bool
 
 
+class NodeRows:
+    """Where each line's vector is, by node id: ``(video id, row in that video's matrix)``. Lines loaded
+    together sit in sorted arrays (a dict of a million ids takes a second to build); later ones in a dict."""
+
+    def __init__(self):
+        self._ids = np.zeros(0, np.int64)
+        self._video = np.zeros(0, np.int64)
+        self._row = np.zeros(0, np.int64)
+        self._more: dict[int, tuple[int, int]] = {}
+
+    def load(self, ids: np.ndarray, videos: np.ndarray, rows: np.ndarray) -> None:
+        order = np.argsort(ids, kind="stable")
+        self._ids, self._video, self._row = ids[order], videos[order], rows[order]
+
+    def add(self, node_id: int, video_id: int, row: int) -> None:
+        self._more[node_id] = (video_id, row)
+
+    def get(self, node_id: int) -> tuple[int, int] | None:
+        hit = self._more.get(node_id)
+        if hit is not None:
+            return hit
+        i = int(np.searchsorted(self._ids, node_id))
+        if i < len(self._ids) and self._ids[i] == node_id:
+            return int(self._video[i]), int(self._row[i])
+        return None
+
+    def get_many(self, node_ids) -> list[tuple[int, int] | None]:
+        """:meth:`get` for each id, with one array search for all (search candidates come by the dozen)."""
+        ids = np.asarray(node_ids, np.int64).reshape(-1)
+        if not len(self._ids):
+            return [self._more.get(i) for i in ids.tolist()]
+        pos = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)
+        found = (self._ids[pos] == ids).tolist()
+        pairs = zip(self._video[pos].tolist(), self._row[pos].tolist())
+        return [pair if hit else self._more.get(node_id) for node_id, hit, pair in zip(ids.tolist(), found, pairs)]
+
+    def __contains__(self, node_id: int) -> bool:
+        return self.get(node_id) is not None
+
+    def __len__(self) -> int:
+        return len(self._ids) + len(self._more)
+
+    def ids(self) -> np.ndarray:
+        """Every node id held, ascending."""
+        return np.union1d(self._ids, np.fromiter(self._more, np.int64, len(self._more)))
+
+    def ids_above(self, node_id: int) -> np.ndarray:
+        """The node ids held that are greater than ``node_id``, ascending."""
+        later = self._ids[np.searchsorted(self._ids, node_id, side="right"):]
+        more = np.fromiter((i for i in self._more if i > node_id), np.int64)
+        return np.union1d(later, more) if len(more) else later
+
+    def max_id(self) -> int:
+        return max(int(self._ids[-1]) if len(self._ids) else -1, max(self._more, default=-1))
+
+
 class VideoVectors:
     """One video's text vectors and the per-row facts that search filters on."""
 
@@ -45,7 +103,6 @@ class VideoVectors:
         self.kind = np.zeros(0, np.int8)
         self.valid_from = np.zeros(0, np.int32)
         self.dead_at = np.zeros(0, np.int32)  # clip of the invalidating node, NEVER if still valid
-        self.row_of: dict[int, int] = {}
         self.kinds_present: set[int] = set()
         self._span: tuple[int, int, int] | None = None  # (lowest id, highest id, rows when computed)
 
@@ -53,15 +110,15 @@ class VideoVectors:
         return len(self.index)
 
     def add(self, ids, clips, kinds, valid_from, dead_at, vectors) -> None:
-        start = len(self.index)
-        self.index.add(ids, vectors)
+        if len(self.index) == 0:  # the first block is kept as given: a mapped file stays mapped
+            self.index.adopt(ids, vectors)
+        else:
+            self.index.add(ids, vectors)
         self.clip = np.concatenate([self.clip, np.asarray(clips, np.int32)])
         self.kind = np.concatenate([self.kind, np.asarray(kinds, np.int8)])
         self.valid_from = np.concatenate([self.valid_from, np.asarray(valid_from, np.int32)])
         self.dead_at = np.concatenate([self.dead_at, np.asarray(dead_at, np.int32)])
-        self.kinds_present.update(int(k) for k in np.unique(np.asarray(kinds)))
-        for offset, node_id in enumerate(np.asarray(ids).tolist()):
-            self.row_of[int(node_id)] = start + offset
+        self.kinds_present.update(np.flatnonzero(np.bincount(self.kind[len(self.kind) - len(ids):].astype(np.uint8))).tolist())
 
     def visible(self, before_clip: int | None, kinds=DECLARATIVE_KINDS) -> np.ndarray:
         """Rows of these kinds a reader sees (the as-of rule of :mod:`m3agent.memory.visibility`)."""
@@ -85,26 +142,69 @@ class TextVectors:
         self.sidecar = sidecar
         self.identity = identity  # DB uuid + index epoch: a sidecar from elsewhere is never used
         self.videos: dict[int, VideoVectors] = {}
-        self.video_of: dict[int, int] = {}
+        self.where = NodeRows()
         self.ann = None
         self._ann_dirty = False
+        self.filed = 0  # lines the vector file holds (rewritten when far behind: see :meth:`save_file`)
 
     # ------------------------------------------------------------------ loading and updates
     @classmethod
     def from_store(cls, store: SQLiteStore, dim: int, config: IndexConfig, sidecar: str | None,
-                   identity: str) -> TextVectors:
+                   identity: str, vector_file: str | None = None) -> TextVectors:
         self = cls(dim, config, sidecar, identity)
-        for video in store.videos():  # one video at a time keeps the loading peak small
-            rows = list(store.text_vector_rows(video.id))
-            if not rows:
-                continue
-            ids, _, kinds, clips, valid, dead, blobs = zip(*rows)
-            dead = [NEVER if d is None else d for d in dead]
-            vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dim)
-            del rows, blobs
-            self._add(video.id, ids, clips, kinds, valid, dead, vectors, to_ann=False)
+        mapped = vecfile.read(vector_file, identity, dim) if vector_file else None
+        if mapped is not None and len(mapped[0]) and store.text_vector_count(int(mapped[0]["id"].max())) != len(mapped[0]):
+            log.info("vector file %s does not match %s; it will be rewritten", vector_file, store.path)
+            mapped = None
+        if mapped is not None:
+            self._from_file(*mapped)
+            self.filed = len(mapped[0])
+            after = self.where.max_id()
+        else:
+            after = None
+            loaded = []
+            for video in store.videos():  # one video at a time keeps the loading peak small
+                rows = list(store.text_vector_rows(video.id))
+                if not rows:
+                    continue
+                ids, _, kinds, clips, valid, dead, blobs = zip(*rows)
+                dead = [NEVER if d is None else d for d in dead]
+                vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dim)
+                del rows, blobs
+                self.videos[video.id] = vv = VideoVectors(dim)
+                vv.add(ids, clips, kinds, valid, dead, vectors)
+                loaded.append((vv.index.ids, video.id))
+            if loaded:
+                self.where.load(np.concatenate([ids for ids, _ in loaded]),
+                                np.concatenate([np.full(len(ids), v, np.int64) for ids, v in loaded]),
+                                np.concatenate([np.arange(len(ids)) for ids, _ in loaded]))
+        if after is not None:  # lines committed after the file was written, and what was superseded since
+            fresh = list(store.text_vector_rows(after_id=after))
+            for video_id in dict.fromkeys(r[1] for r in fresh):
+                rows = [r for r in fresh if r[1] == video_id]
+                ids, _, kinds, clips, valid, dead, blobs = zip(*rows)
+                self._add(video_id, ids, clips, kinds, valid, [NEVER if d is None else d for d in dead],
+                          np.frombuffer(b"".join(blobs), np.float32).reshape(len(rows), dim), to_ann=False)
+            for node_id, dead_clip in store.invalidations():
+                self.invalidate(node_id, dead_clip)
         self._load_sidecar()
         return self
+
+    def _from_file(self, rows: np.ndarray, vectors: np.ndarray) -> None:
+        """Per-video views of the mapped file: it is written video by video, so a video is a run of rows
+        (a video in several runs, which only a hand-made file has, is still read right, its later runs copied)."""
+        if not len(rows):
+            return
+        video = rows["video"].astype(np.int64)
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(video)) + 1]).tolist()
+        row_in_video = np.empty(len(rows), np.int64)
+        for start, end in zip(starts, starts[1:] + [len(rows)]):
+            part = rows[start:end]
+            vv = self.videos.setdefault(int(video[start]), VideoVectors(self.dim))
+            row_in_video[start:end] = np.arange(len(vv), len(vv) + end - start)
+            vv.add(part["id"], part["clip"], part["kind"], part["valid_from"], np.full(end - start, NEVER, np.int32),
+                   vectors[start:end])
+        self.where.load(rows["id"].astype(np.int64), video, row_in_video)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.videos.values())
@@ -118,23 +218,23 @@ class TextVectors:
         vv = self.videos.get(video_id)
         if vv is None:
             vv = self.videos[video_id] = VideoVectors(self.dim)
+        start = len(vv)
         vv.add(ids, clips, kinds, valid_from, dead, vectors)
-        for node_id in ids:
-            self.video_of[int(node_id)] = video_id
+        for offset, node_id in enumerate(np.asarray(ids).tolist()):
+            self.where.add(int(node_id), video_id, start + offset)
         if to_ann and self.ann is not None:
             self.ann.add(np.asarray(ids, np.int64), vectors)
             self._ann_dirty = True
 
     def invalidate(self, node_id: int, at_clip: int | None) -> None:
-        vv = self.videos.get(self.video_of.get(node_id, -1))
-        if vv is not None and node_id in vv.row_of:
-            vv.dead_at[vv.row_of[node_id]] = NEVER if at_clip is None else at_clip
+        hit = self.where.get(node_id)
+        if hit is not None:
+            self.videos[hit[0]].dead_at[hit[1]] = NEVER if at_clip is None else at_clip
 
     def vectors_of(self, ids: np.ndarray) -> np.ndarray:
         out = np.empty((len(ids), self.dim), np.float32)
-        for pos, node_id in enumerate(np.asarray(ids).tolist()):
-            vv = self.videos[self.video_of[node_id]]
-            out[pos] = vv.index.vectors[vv.row_of[node_id]]
+        for pos, (video_id, row) in enumerate(self.where.get_many(ids)):
+            out[pos] = self.videos[video_id].index.vectors[row]
         return out
 
     # ------------------------------------------------------------------ ANN lifecycle
@@ -160,8 +260,8 @@ class TextVectors:
             log.info("vector index %s belongs to another DB state; it will be rebuilt", self.sidecar)
             return
         covered = int(ann.meta.get("max_id", -1))
-        missing = [i for i in self.video_of if i > covered]
-        if missing:
+        missing = self.where.ids_above(covered)
+        if len(missing):
             ann.add(np.asarray(missing, np.int64), self.vectors_of(np.asarray(missing)))
             self._ann_dirty = True
         ann.refine = self.vectors_of
@@ -194,7 +294,7 @@ class TextVectors:
         if self.ann is None or not self._ann_dirty or not self.sidecar:
             return
         self.ann.meta["identity"] = self.identity
-        self.ann.meta["max_id"] = max(self.video_of, default=-1)
+        self.ann.meta["max_id"] = self.where.max_id()
         tmp = self.sidecar + ".tmp"
         try:
             touch_private(tmp)
@@ -206,6 +306,23 @@ class TextVectors:
                 os.remove(tmp)
             return
         self._ann_dirty = False
+
+    def save_file(self, path: str) -> None:
+        """Rewrite the vector file when it misses more than 1% of these lines (or is missing or was not
+        trusted): lines it misses are read from SQLite on open, which is cheap for a few thousand."""
+        n = len(self)
+        if n == 0 or n - self.filed <= n // 100:
+            return
+        parts = []
+        for video_id, vv in self.videos.items():
+            if not len(vv):
+                continue
+            rows = np.zeros(len(vv), vecfile.ROW)
+            rows["id"], rows["video"], rows["clip"] = vv.index.ids, video_id, vv.clip
+            rows["kind"], rows["valid_from"] = vv.kind, vv.valid_from
+            parts.append((rows, vv.index.vectors))
+        if vecfile.write(path, self.identity, self.dim, parts):
+            self.filed = n
 
     # ------------------------------------------------------------------ search
     def top_lines(self, queries: np.ndarray, video_ids: list[int] | None, before_clip: int | None,
@@ -256,12 +373,12 @@ class TextVectors:
         keep = set(np.asarray(restrict).tolist()) if restrict is not None else None
         wanted = {int(k) for k in kinds}
         out_ids, out_vid, out_clip = [], [], []
-        for node_id in (int(i) for i in ids):  # a few dozen candidates: plain Python beats array set-up
-            video_id = self.video_of.get(node_id)
-            if video_id not in allowed or (keep is not None and node_id not in keep):
+        ids = [int(i) for i in ids]  # a few dozen candidates: plain Python beats array set-up
+        for node_id, hit in zip(ids, self.where.get_many(ids)):
+            if hit is None or hit[0] not in allowed or (keep is not None and node_id not in keep):
                 continue
+            video_id, row = hit
             vv = self.videos[video_id]
-            row = vv.row_of[node_id]
             clip = int(vv.clip[row])
             if int(vv.kind[row]) not in wanted or not visible(clip, int(vv.valid_from[row]), int(vv.dead_at[row]),
                                                               before_clip):
@@ -285,7 +402,8 @@ class TextVectors:
                 else:
                     scores = vv.index.scores(queries, rows).max(axis=0)
             else:
-                rows = np.array(sorted(vv.row_of[i] for i in restrict_set if i in vv.row_of), dtype=np.int64)
+                hits = (self.where.get(i) for i in restrict_set)
+                rows = np.array(sorted(h[1] for h in hits if h is not None and h[0] == video_id), dtype=np.int64)
                 if len(rows):
                     rows = rows[vv.visible(before_clip, kinds)[rows]]
                 scores = vv.index.scores(queries, rows).max(axis=0) if len(rows) else np.zeros(0, np.float32)
@@ -313,12 +431,11 @@ class TextVectors:
             _, cand = self.ann.search(queries, min(fetch, n_all))
             ids = np.unique(cand[cand >= 0])
             keep_ids, keep_vid, keep_clip = [], [], []
-            for node_id in ids.tolist():
-                video_id = self.video_of.get(node_id)
-                if video_id is None or video_id not in scope:
+            for node_id, hit in zip(ids.tolist(), self.where.get_many(ids)):
+                if hit is None or hit[0] not in scope:
                     continue
+                video_id, row = hit
                 vv = self.videos[video_id]
-                row = vv.row_of[node_id]
                 if vv.kind[row] not in kinds or not visible(vv.clip[row], vv.valid_from[row], vv.dead_at[row],
                                                             before_clip):
                     continue
@@ -349,8 +466,9 @@ class VectorCache:
     everything after node ids were removed, together with the ANN file that may hold their codes.
     """
 
-    def __init__(self, store: SQLiteStore, config: IndexConfig, sidecar: str, dim: int):
+    def __init__(self, store: SQLiteStore, config: IndexConfig, sidecar: str, dim: int, vector_file: str = ""):
         self.store, self.config, self.sidecar, self.dim = store, config, sidecar, dim
+        self.vector_file = vector_file  # the vectors, memory-mapped (m3agent.memory.vecfile); "" for none
         self._vectors: TextVectors | None = None
 
     @property
@@ -360,7 +478,7 @@ class VectorCache:
     def get(self) -> TextVectors:
         if self._vectors is None:
             self._vectors = TextVectors.from_store(self.store, self.dim or 1, self.config, self.sidecar,
-                                                   self.store.identity())
+                                                   self.store.identity(), self.vector_file or None)
         return self._vectors
 
     def catch_up(self, ids_removed: bool) -> None:
@@ -371,7 +489,7 @@ class VectorCache:
         if ids_removed:
             self._vectors = None
             return
-        fresh = list(self.store.text_vector_rows(after_id=max(vectors.video_of, default=-1)))
+        fresh = list(self.store.text_vector_rows(after_id=vectors.where.max_id()))
         for video_id in dict.fromkeys(r[1] for r in fresh):
             rows = [r for r in fresh if r[1] == video_id]
             ids, _, kinds, clips, valid, _, blobs = zip(*rows)
@@ -381,7 +499,9 @@ class VectorCache:
             vectors.invalidate(node_id, dead_clip)
 
     def reset(self) -> None:
-        """Forget every vector and the ANN file (after a deletion: its codes may hold removed data)."""
+        """Forget every vector, the ANN file and the vector file (after a deletion: they may hold removed data)."""
+        if self.vector_file:
+            vecfile.remove(self.vector_file)
         if self._vectors is not None:
             self._vectors.drop_ann()
             self._vectors = None
@@ -389,8 +509,23 @@ class VectorCache:
             os.remove(self.sidecar)
 
     def save(self) -> None:
-        """Write the ANN index file if it changed (see :meth:`TextVectors.save`), and only while it
-        still describes the DB: after another process forgot someone, an index built before would
-        put the forgotten lines' codes back on disk."""
+        """Write the ANN index file if it changed (see :meth:`TextVectors.save`) and the vector file if it is
+        far behind, and only while they still describe the DB: after another process forgot someone, files
+        written from what was loaded before would put the forgotten lines back on disk."""
+        if self._vectors is None and self.vector_file and not self.store.readonly and self._file_far_behind():
+            self.get()  # a writer that never searched (memorizing): readers cannot write the file, so it does
         if self._vectors is not None and not self.store.readonly and self._vectors.identity == self.store.identity():
             self._vectors.save()
+            if self.vector_file:
+                self._vectors.save_file(self.vector_file)
+
+    def _file_far_behind(self) -> bool:
+        """Whether the vector file is missing, for another DB state, or short of more than 1% of the lines (by
+        node ids, an upper bound that costs no scan)."""
+        last = self.store.next_node_id() - 1
+        if last < 0:
+            return False
+        head = vecfile.header(self.vector_file)
+        if head is None or head.get("identity") != self.store.identity():
+            return True
+        return last - int(head.get("max_id", -1)) > int(head.get("rows", 0)) // 100

@@ -1,9 +1,14 @@
 """One clip through the perception backends: faces grouped into identities, speech transcribed and
-attributed to voice identities. Node ids are decided here (existing) or by the graph (new)."""
+attributed to voice identities. Node ids are decided here (existing) or by the graph (new).
+
+A face smaller than ``face_min_embed_size`` is seen but never identified: its embedding would name the
+wrong person as readily as the right one, so it is kept in ``ClipPerception.small_faces`` (counted and
+timed, no embedding, no node) instead of founding or joining a face node."""
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -68,6 +73,24 @@ class ClipPerception:
     utterances: list[Utterance] = field(default_factory=list)
     voices: list[VoiceTrack] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    small_faces: list[FaceDetection] = field(default_factory=list)  # seen, too small to identify
+
+    @property
+    def small_face_count(self) -> int:
+        """The most faces too small to identify on one frame: how many such people were at least there."""
+        return max(Counter(d.frame_index for d in self.small_faces).values(), default=0)
+
+    def small_face_spans(self, gap: float) -> list[tuple[float, float, int]]:
+        """``(first, last, most on one frame)`` per stretch of frames showing faces too small to identify;
+        frames further apart than ``gap`` seconds start a new stretch."""
+        per_frame = Counter((d.frame_index, d.time) for d in self.small_faces)
+        spans: list[list] = []
+        for (_, t), n in sorted(per_frame.items(), key=lambda kv: kv[0][1]):
+            if spans and t - spans[-1][1] <= gap:
+                spans[-1][1], spans[-1][2] = t, max(spans[-1][2], n)
+            else:
+                spans.append([t, t, n])
+        return [(a, b, n) for a, b, n in spans]
 
 
 class Perceiver:
@@ -96,7 +119,7 @@ class Perceiver:
             speech = self._pool.submit(self._speech, clip, voice_bank, out, stage)
         stage("faces")
         t = time.perf_counter()
-        detections = self._detect_and_embed(clip)
+        detections, out.small_faces = self._detect_and_embed(clip)
         out.faces = self._face_tracks(detections, face_bank)
         out.seconds["faces"] = time.perf_counter() - t
         if speech is not None:
@@ -125,18 +148,24 @@ class Perceiver:
             out.voices = self._voice_tracks(clip, out.utterances, voice_bank)
             out.seconds["voices"] = time.perf_counter() - t
 
-    def _detect_and_embed(self, clip: MediaClip) -> list[list[FaceDetection]]:
-        """Faces of every frame, linked into short tracks by box overlap between consecutive frames.
+    def _detect_and_embed(self, clip: MediaClip) -> tuple[list[list[FaceDetection]], list[FaceDetection]]:
+        """Faces of every frame, linked into short tracks by box overlap between consecutive frames,
+        and apart from them the faces too small to identify (never embedded, never tracked).
 
         Embedding is the expensive step, so only a track's first and last faces are embedded;
-        if those disagree (one person replaced another in place), every face is.
+        if those disagree (one person replaced another in place), the track is cut where the person
+        changes (see ``_split``).
         """
         tracks: list[list[FaceDetection]] = []
+        small: list[FaceDetection] = []
         previous: list[tuple[FaceDetection, list[FaceDetection]]] = []
         for i, (frame, ft) in enumerate(zip(clip.frames, clip.frame_times)):
             current = []
             for box, score in self.faces.locate(frame):
                 det = self.faces.detection(frame, box, score, i, ft, None)
+                if det.size < self.config.face_min_embed_size:
+                    small.append(det)
+                    continue
                 det.frame = frame  # released once embedded
                 match = max(previous, key=lambda p: iou(p[0].box, box), default=None)
                 if match is not None and iou(match[0].box, box) >= 0.5:
@@ -148,17 +177,29 @@ class Perceiver:
                 track.append(det)
                 current.append((det, track))
             previous = current
+        tracks = [part for track in tracks for part in self._split(track)]
         for track in tracks:
-            picks = sorted({0, len(track) - 1})
-            for k in picks:
-                self._embed(track[k])
-            embs = np.stack([track[k].embedding for k in picks])
-            if len(picks) > 1 and float(self.faces.distance(embs, embs).max()) > self.face_threshold:
-                for det in track:
-                    self._embed(det)
             for det in track:
                 det.__dict__.pop("frame", None)
-        return tracks
+        return tracks, small
+
+    def _split(self, track: list[FaceDetection]) -> list[list[FaceDetection]]:
+        """``track`` as runs whose first and last faces are one person: where its ends disagree, the
+        change is found by bisection (a few embeddings, not every face of a long track)."""
+        first, last = track[0], track[-1]
+        self._embed(first)
+        self._embed(last)
+        if len(track) == 1 or self._same(first, last):
+            return [track]
+        lo, hi = 0, len(track) - 1  # track[lo] is the first person, track[hi] is not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            self._embed(track[mid])
+            lo, hi = (mid, hi) if self._same(first, track[mid]) else (lo, mid)
+        return [track[: lo + 1]] + self._split(track[hi:])
+
+    def _same(self, a: FaceDetection, b: FaceDetection) -> bool:
+        return float(self.faces.distance(a.embedding, b.embedding)[0, 0]) <= self.face_threshold
 
     def _embed(self, det: FaceDetection) -> None:
         if not det.embedding.size:
@@ -175,9 +216,11 @@ class Perceiver:
             labels = [label_of[id(d)] for d in track if d.embedding.size]
             if len(set(labels)) == 1:  # the whole track is one person
                 people.setdefault(labels[0], []).extend(track)
-            else:  # fully embedded mixed track: each face goes to its own group
+            else:  # grouping split the track: each face goes with the last embedded face up to it
+                label = labels[0]
                 for d in track:
-                    people.setdefault(label_of[id(d)], []).append(d)
+                    label = label_of.get(id(d), label)
+                    people.setdefault(label, []).append(d)
         faces = [FaceTrack(sorted(dets, key=lambda d: d.frame_index)) for _, dets in sorted(people.items())]
         return _assign(faces, bank)
 

@@ -135,3 +135,16 @@ def test_format_results_shows_time_spans_and_flags_empty_results():
     text = format_results("cooking", SimpleNamespace(clips=[clip], empty=False))
     assert text == KNOWLEDGE_PREFIX + '"cooking":\nCLIP_123 (1:01:40-1:02:10):\n- Alice cooks'
     assert "search result is empty" in format_results("zebra", SimpleNamespace(clips=[], empty=True))
+
+
+def test_every_round_asks_for_the_control_reply_format_which_has_a_grammar(kitchen):
+    """Backend-neutral: the step names the format; backends with a grammar engine look it up by that name."""
+    from m3agent.control.text import REPLY_FORMAT
+    from m3agent.prompts import load_grammar
+
+    sampling = ControlStep(kitchen).sampling
+    assert sampling["format"] == REPLY_FORMAT == "control_action"
+    grammar = load_grammar(sampling["format"])
+    assert 'root' in grammar and '"Search" | "Answer"' in grammar
+    chat = ScriptedChat(["Action: [Answer]\nContent: Alice"])  # a backend with no grammar engine ignores it
+    assert chat.chat([{"role": "user", "content": "?"}], **sampling).text.endswith("Alice")

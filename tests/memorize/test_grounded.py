@@ -41,3 +41,22 @@ def test_nobody_visible():
     clip = MediaClip(0, 0.0, 30.0, [np.zeros((4, 4, 3), np.uint8)], [0.0])
     lines = GroundedMemorizer().describe(ClipPerception(clip), [], [])
     assert lines.episodic == ["Nobody is visible between 00:00 and 00:30."] and lines.semantic == []
+
+
+def test_faces_too_small_to_identify_are_counted_in_a_line_of_their_own():
+    times = [0.0, 1.0, 2.0, 3.0]
+    clip = MediaClip(0, 0.0, 30.0, [np.zeros((4, 4, 3), np.uint8)] * 4, times)
+
+    def small(i):
+        return FaceDetection(i, times[i], (0, 0, 20, 24), 0.95, np.zeros(0, np.float32), np.zeros((5, 5, 3), np.uint8))
+
+    alone = ClipPerception(clip, small_faces=[small(1), small(2), small(2)])
+    lines = GroundedMemorizer().describe(alone, [], [])
+    assert lines.episodic == ["2 faces too small to identify are on screen from 00:01 to 00:02."]  # not "Nobody"
+    u = Utterance(0.5, 2.5, "Hello there.", voice=0)
+    with_face = ClipPerception(clip, faces=[FaceTrack([det(0, 0.0), det(1, 1.0), det(2, 2.0)])],
+                               small_faces=[small(3)], utterances=[u], voices=[VoiceTrack([u])])
+    lines = GroundedMemorizer().describe(with_face, [7], [8])
+    assert "1 more face too small to identify appears on screen at 00:03." in lines.episodic
+    # a face too small to identify does not stop the voice from voting for the one identified face
+    assert lines.semantic == ["Equivalence: <face_7>, <voice_8>"]

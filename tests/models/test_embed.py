@@ -54,3 +54,65 @@ def test_cli_builds_the_recorded_embedder(tmp_path, minilm, capsys):
     graph.close()
     assert main(["search", str(tmp_path / "cli.db"), "kitten napping", "--json", "--threshold", "0.3"]) == 0
     assert '"id": 0' in capsys.readouterr().out
+
+
+def test_a_query_is_encoded_on_one_thread_and_a_batch_on_all(minilm, monkeypatch):
+    """Waking torch's thread pool costs more than it saves on one short text (much more on a busy machine):
+    queries go on one thread, the count is restored after, even on an error, and the vectors are the same."""
+    import torch
+
+    before = torch.get_num_threads()
+    seen = []
+    encode = minilm._model.encode
+    monkeypatch.setattr(minilm._model, "encode", lambda *a, **k: seen.append(torch.get_num_threads()) or encode(*a, **k))
+    query = "Who opened the fridge in the kitchen?"
+    one = minilm.embed([query])
+    batch = [query] + [f"line {i} of a clip" for i in range(minilm.single_thread_texts)]
+    many = minilm.embed(batch)
+    assert seen == [1, before] and torch.get_num_threads() == before
+    monkeypatch.setattr(minilm, "single_thread_texts", 0)  # the same query on all threads
+    alone = minilm.embed([query])
+    assert seen[-1] == before and np.abs(alone - one).max() < 1e-6  # the same up to float rounding order
+    assert np.abs(many[0] - one[0]).max() < 1e-5
+
+    def fail(*a, **k):
+        assert torch.get_num_threads() == 1
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(minilm, "single_thread_texts", 8)
+    monkeypatch.setattr(minilm._model, "encode", fail)
+    with pytest.raises(RuntimeError, match="boom"):
+        minilm.embed([query])
+    assert torch.get_num_threads() == before
+
+
+def test_queries_from_several_threads_leave_every_thread_its_count():
+    """Queries from several threads (the app) overlap: each block sees one thread, and each thread (the main
+    one, whose count is the default of the others) gets its own count back."""
+    import threading
+
+    import torch
+
+    from m3agent.models.embed.sentence_transformers import one_torch_thread
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    seen, after = [], []
+
+    def queries():
+        mine = torch.get_num_threads()
+        for _ in range(50):
+            with one_torch_thread():
+                seen.append(torch.get_num_threads())
+            after.append(torch.get_num_threads() == mine)
+
+    try:
+        workers = [threading.Thread(target=queries) for _ in range(3)]
+        for worker in workers:
+            worker.start()
+        queries()
+        for worker in workers:
+            worker.join()
+        assert set(seen) == {1} and len(seen) == 200 and all(after) and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -30,6 +30,15 @@ class FlatIndex(VectorIndex):
     def ids(self) -> np.ndarray:
         return self._ids[: self._n]
 
+    def adopt(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Hold ``vectors`` as they are (a memory-mapped file stays mapped) in place of an empty matrix; a
+        later :meth:`add` copies them into a grown one, so they are never written to."""
+        if self._n:
+            raise ValueError("adopt needs an empty index")
+        self._matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        self._ids = np.array(ids, dtype=np.int64).reshape(-1)
+        self._n = len(self._ids)
+
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)

@@ -150,16 +150,17 @@ class IVFIndex(VectorIndex):
 
     @classmethod
     def load(cls, path: str) -> IVFIndex:
+        """Read the index streaming from the file: a copy of the whole file in memory beside the index
+        would double the peak (400 MB more at 1M lines)."""
         with open(path, "rb") as fh:
-            data = fh.read()
-        if not data.startswith(_MAGIC):
-            raise ValueError(f"{path} is not an m3agent IVF index")
-        (size,) = struct.unpack_from("<I", data, len(_MAGIC))
-        start = len(_MAGIC) + 4
-        header = json.loads(data[start : start + size])
-        index = cls(int(header["dim"]), int(header["nlist"]), int(header["nprobe"]))
-        index.meta = {k: v for k, v in header.items() if k not in ("nlist", "nprobe", "dim")}
-        index._index = index._faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8, offset=start + size))
+            head = fh.read(len(_MAGIC) + 4)
+            if not head.startswith(_MAGIC) or len(head) < len(_MAGIC) + 4:
+                raise ValueError(f"{path} is not an m3agent IVF index")
+            (size,) = struct.unpack_from("<I", head, len(_MAGIC))
+            header = json.loads(fh.read(size))
+            index = cls(int(header["dim"]), int(header["nlist"]), int(header["nprobe"]))
+            index.meta = {k: v for k, v in header.items() if k not in ("nlist", "nprobe", "dim")}
+            index._index = index._faiss.read_index(index._faiss.PyCallbackIOReader(fh.read))
         return index
 
 

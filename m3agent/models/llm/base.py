@@ -6,7 +6,8 @@ A message is ``{"role": "system"|"user"|"assistant", "content": str | list[part]
 
 Backends implement :meth:`ChatModel._complete` for one conversation and raise :class:`TransientChatError`
 for failures worth another try (a timeout, a refused connection, a 5xx); :meth:`ChatModel.chat` retries
-those with backoff. A backend that batches natively (vLLM) overrides :meth:`ChatModel._complete_many`.
+those with backoff. A caller may name the ``format`` of the reply it wants (a grammar in ``m3agent/prompts``):
+a backend that decodes under a grammar applies it, the others ignore it, so callers never depend on it. A backend that batches natively (vLLM) overrides :meth:`ChatModel._complete_many`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Generation:
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
     timeout: float = 120.0
+    format: str = ""  # a reply format with a grammar (m3agent.prompts.load_grammar); "" is free text
 
 
 class ChatError(M3AgentError, RuntimeError):
@@ -91,21 +93,21 @@ class ChatModel(ABC):
             return list(pool.map(lambda messages: self._complete(messages, params), conversations))
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
-             stop: Sequence[str] | None = None) -> ChatResponse:
-        params = self._params(max_tokens, temperature, stop)
+             stop: Sequence[str] | None = None, format: str = "") -> ChatResponse:
+        params = self._params(max_tokens, temperature, stop, format)
         return self._with_retries(lambda: [self._complete(messages, params)])[0]
 
     def batch(self, conversations: Sequence[Sequence[Message]], *, max_tokens: int = 512, temperature: float = 0.0,
-              stop: Sequence[str] | None = None) -> list[ChatResponse]:
+              stop: Sequence[str] | None = None, format: str = "") -> list[ChatResponse]:
         """Replies to several conversations, in order. One failure fails the call (callers that need
         per-conversation errors fall back to :meth:`chat`)."""
         if not conversations:
             return []
-        params = self._params(max_tokens, temperature, stop)
+        params = self._params(max_tokens, temperature, stop, format)
         return self._with_retries(lambda: self._complete_many(conversations, params))
 
-    def _params(self, max_tokens: int, temperature: float, stop: Sequence[str] | None) -> Generation:
-        return Generation(max_tokens, temperature, tuple(stop or ()), self.timeout)
+    def _params(self, max_tokens: int, temperature: float, stop: Sequence[str] | None, format: str = "") -> Generation:
+        return Generation(max_tokens, temperature, tuple(stop or ()), self.timeout, format)
 
     def _with_retries(self, call) -> list[ChatResponse]:
         attempts = max(1, self.retries + 1)

@@ -2,6 +2,9 @@
 
 Replies stream token by token so that a request past its ``timeout`` stops and keeps what it has
 (``finish_reason="timeout"``). One model instance serves one request at a time (it is not thread-safe).
+A request that names a reply ``format`` is decoded under that format's grammar (``grammar`` on, the
+default): small models follow ``Action:``/``Content:`` only when held to it.
+``threads`` sets both decoding and prompt threads: on a shared machine 1 is much faster than 2.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Sequence
 
 from m3agent.models.bundled import bundled_chat_gguf
 from m3agent.models.llm.base import (
+    ChatError,
     ChatModel,
     ChatResponse,
     ChatUnavailableError,
@@ -21,6 +25,7 @@ from m3agent.models.llm.base import (
     looping_tail,
     text_only,
 )
+from m3agent.prompts import load_grammar
 
 LOOP_CHECK_EVERY = 16  # tokens between checks for a reply stuck in a loop
 
@@ -40,22 +45,42 @@ class LlamaCppChat(ChatModel):
         self.path = config.model or str(bundled_chat_gguf())
         try:
             self.llm = Llama(model_path=self.path, n_ctx=config.context, n_threads=config.threads or None,
-                             seed=config.seed, verbose=False)
+                             n_threads_batch=config.threads or None, seed=config.seed, verbose=False)
         except ValueError as exc:  # llama.cpp reports a missing or unreadable file this way
             raise ChatUnavailableError(f"llama.cpp cannot load {self.path}: {exc}") from exc
         self.model = self.path.rsplit("/", 1)[-1]
         self.context = config.context
         self._lock = threading.Lock()
+        self.grammar = config.grammar
+        self._grammars: dict = {}  # format -> LlamaGrammar, each checked once
+
+    def grammar_for(self, format: str):
+        """The compiled grammar of reply ``format``, or None when there is none to apply (no format, or
+        ``grammar`` off). A grammar llama.cpp cannot parse is a :class:`ChatError`, never a crash."""
+        if not format or not self.grammar:
+            return None
+        if format not in self._grammars:
+            from llama_cpp import LlamaGrammar
+
+            try:
+                text = load_grammar(format)
+            except FileNotFoundError as exc:
+                raise ChatError(f"llama.cpp: no grammar for reply format {format!r}") from exc
+            if not grammar_compiles(self.llm, text):
+                raise ChatError(f"llama.cpp cannot parse the grammar of reply format {format!r}")
+            self._grammars[format] = LlamaGrammar.from_string(text, verbose=False)
+        return self._grammars[format]
 
     def _complete(self, messages: Sequence[Message], params: Generation) -> ChatResponse:
         deadline = time.monotonic() + params.timeout
         pieces: list[str] = []
         finish, tokens = "stop", 0
+        grammar = self.grammar_for(params.format)
         with self._lock:
             try:
                 stream = self.llm.create_chat_completion(messages=text_only(messages), max_tokens=params.max_tokens,
                                                          temperature=params.temperature, stop=list(params.stop) or None,
-                                                         stream=True)
+                                                         grammar=grammar, stream=True)
                 for chunk in stream:
                     choice = chunk["choices"][0]
                     piece = choice.get("delta", {}).get("content")
@@ -81,3 +106,16 @@ class LlamaCppChat(ChatModel):
             prompt_tokens = max(0, self.llm.n_tokens - tokens)
         return ChatResponse("".join(pieces), prompt_tokens=prompt_tokens, completion_tokens=tokens,
                             finish_reason=finish)
+
+
+def grammar_compiles(llm, text: str) -> bool:
+    """Whether llama.cpp parses GBNF ``text`` against ``llm``'s vocabulary. llama-cpp-python checks a grammar
+    only when a request's sampler is built, where a bad one would leave a null sampler in the chain."""
+    import llama_cpp
+
+    sampler = llama_cpp.llama_sampler_init_grammar(llama_cpp.llama_model_get_vocab(llm.model), text.encode("utf-8"),
+                                                   b"root")
+    if not sampler:
+        return False
+    llama_cpp.llama_sampler_free(sampler)
+    return True

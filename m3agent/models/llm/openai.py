@@ -3,7 +3,9 @@
 The key comes from the environment variable ``api_key_env`` names (a local server needs none). With no
 ``model`` set, the server's first listed model is used, which is what a vLLM or llama.cpp server serves.
 Requests run ``concurrency`` at a time in :meth:`batch`; the client's own retries are off, so that
-:class:`~m3agent.models.llm.base.ChatModel` retries every backend the same way.
+:class:`~m3agent.models.llm.base.ChatModel` retries every backend the same way. A reply ``format``'s grammar
+goes out only in the request field ``grammar_field`` names (``grammar`` for llama.cpp's server): a plain
+OpenAI endpoint would reject a field it does not know, so none is sent unless configured.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from m3agent.models.llm.base import (
     Message,
     TransientChatError,
 )
+from m3agent.prompts import load_grammar
 
 _OVERFLOW_HINTS = ("context length", "context window", "maximum context", "too long", "exceed")
 
@@ -38,6 +41,7 @@ class OpenAIChat(ChatModel):
         self._take_limits(config)
         self.concurrency = max(1, config.concurrency)
         self.seed = config.seed
+        self.grammar_field = config.grammar_field if config.grammar else ""
         base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = os.environ.get(config.api_key_env or "OPENAI_API_KEY")
         if not key:
@@ -68,6 +72,8 @@ class OpenAIChat(ChatModel):
                    "temperature": params.temperature, "seed": self.seed}
         if params.stop:
             request["stop"] = list(params.stop)
+        if params.format and self.grammar_field:
+            request["extra_body"] = {self.grammar_field: load_grammar(params.format)}
         completion = self._call(lambda: self.client.chat.completions.create(**request))
         if not completion.choices:
             raise TransientChatError(f"{self.where} returned no choices")

@@ -34,8 +34,11 @@ class FaceBackend(ABC):
 
     @classmethod
     def from_config(cls, config) -> FaceBackend:
-        """Build from :class:`m3agent.config.PerceptionConfig`."""
-        return cls(min_score=config.face_min_score, min_size=config.face_min_size, max_side=config.max_side)
+        """Build from :class:`m3agent.config.PerceptionConfig`; a zero setting keeps the backend's own
+        default (detector scores and useful scales differ from one detector to the next)."""
+        given = {"min_score": config.face_min_score, "min_size": config.face_min_size,
+                 "max_side": config.face_max_side}
+        return cls(**{key: value for key, value in given.items() if value})
 
     @abstractmethod
     def locate(self, frame: np.ndarray) -> list[tuple[tuple[int, int, int, int], float]]:

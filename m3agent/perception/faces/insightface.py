@@ -38,8 +38,8 @@ class InsightFaceBackend(FaceBackend):
     def from_config(cls, config) -> InsightFaceBackend:
         device = config.device
         ctx_id = int(device.partition(":")[2] or 0) if device.startswith("cuda") else -1
-        return cls(config.face_model_dir, min_score=config.face_min_score, min_size=config.face_min_size,
-                   ctx_id=ctx_id)
+        return cls(config.face_model_dir, min_score=config.face_min_score or 0.5,
+                   min_size=config.face_min_size or 40, ctx_id=ctx_id)
 
     def distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.atleast_2d(a), np.atleast_2d(b)

@@ -127,3 +127,29 @@ def test_looping_replies_are_cut_to_one_copy():
     assert text[: looping_tail(text)] == "Hi, my name is David. I'm a chef. "
     for fine in ("The answer is the garage.", "1, 2, 3, 4, 5, 6, 7, 8, 9, 10", "ha" * 3, ""):
         assert looping_tail(fine) is None
+
+
+def test_openai_sends_a_reply_grammar_only_in_the_configured_field(monkeypatch):
+    """A plain OpenAI endpoint rejects fields it does not know: the grammar goes out only when ``grammar_field``
+    names one (llama.cpp's server reads ``grammar``), and never with ``grammar`` off."""
+    from m3agent.control.text import REPLY_FORMAT
+    from m3agent.prompts import load_grammar
+
+    sent = []
+
+    def create(**request):
+        sent.append(request)
+        reply = types.SimpleNamespace(message=types.SimpleNamespace(content="Action: [Answer]\nContent: x"),
+                                      finish_reason="stop")
+        return types.SimpleNamespace(choices=[reply], usage=None)
+
+    cases = {"": None, "grammar": load_grammar(REPLY_FORMAT)}
+    for field, expected in cases.items():
+        for on in (True, False):
+            chat = build_chat(ChatConfig(backend="openai", base_url="http://127.0.0.1:9/v1", model="m",
+                                         grammar_field=field, grammar=on))
+            monkeypatch.setattr(chat.client.chat.completions, "create", create)
+            chat.chat(HELLO, format=REPLY_FORMAT)
+            chat.chat(HELLO)  # free text: no grammar whatever the settings
+            wanted = {field: expected} if expected and on else None
+            assert sent[-2].get("extra_body") == wanted and "extra_body" not in sent[-1]

@@ -4,9 +4,12 @@ The model is tiny and often wrong, so these tests check plumbing and limits, nev
 
 import pytest
 
-from m3agent.config import ChatConfig
+from m3agent.config import ChatConfig, ControlConfig
+from m3agent.control import Controller, Question
+from m3agent.control.text import REPLY_FORMAT
 from m3agent.factory import build_chat
-from m3agent.models.llm.base import ChatUnavailableError, ContextOverflowError
+from m3agent.models.llm.base import ChatError, ChatUnavailableError, ContextOverflowError
+from m3agent.prompts import load_grammar
 
 pytestmark = pytest.mark.models
 
@@ -18,7 +21,7 @@ STORY = [{"role": "user", "content": "Write a long story about a dragon who lear
 @pytest.fixture(scope="module")
 def llamacpp():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (M3AGENT_SKIP_LLAMACPP=1)")
-    return build_chat(ChatConfig(backend="llamacpp", context=2048, threads=2))
+    return build_chat(ChatConfig(backend="llamacpp", context=2048, threads=1))  # 1: fastest on a shared machine
 
 
 def test_llamacpp_answers_counts_tokens_and_obeys_limits(llamacpp):
@@ -46,6 +49,39 @@ def test_llamacpp_reports_context_overflow(llamacpp):
         llamacpp.chat([{"role": "user", "content": "memory " * 3000}], max_tokens=4)
 
 
+CONTROL_QUESTIONS = ["Who opens the fridge in the kitchen?", "Who cooks pasta in the kitchen?",
+                     "What does Bob play on the sofa?", "Is the fridge full?"]
+
+
+def test_llamacpp_control_replies_under_the_grammar_are_all_well_formed(llamacpp, kitchen):
+    """The control loop with the real model, grammar off then on: the rate of replies the parser reads as an
+    action is reported (run with -s); under the grammar it must be every reply."""
+    rates = {}
+    try:
+        for grammar in (False, True):
+            llamacpp.grammar = grammar
+            controller = Controller(kitchen, llamacpp, ControlConfig(max_rounds=2, max_tokens=40))
+            answers = controller.answer_many([Question(q) for q in CONTROL_QUESTIONS])
+            rounds = [r for a in answers for r in a.rounds if r.by == "model"]
+            assert rounds and all(a.error is None for a in answers)
+            rates[grammar] = sum(not r.malformed for r in rounds), len(rounds)
+    finally:
+        llamacpp.grammar = True
+    print(f"\nwell-formed control replies, SmolLM2-135M: without grammar {rates[False][0]}/{rates[False][1]}, "
+          f"with grammar {rates[True][0]}/{rates[True][1]}")
+    assert rates[True][0] == rates[True][1]
+
+
+def test_the_control_grammar_compiles_and_a_broken_one_is_refused(llamacpp):
+    from m3agent.models.llm.llamacpp import grammar_compiles
+
+    assert grammar_compiles(llamacpp.llm, load_grammar(REPLY_FORMAT))
+    assert not grammar_compiles(llamacpp.llm, "root ::= (")
+    assert llamacpp.grammar_for(REPLY_FORMAT) is llamacpp.grammar_for(REPLY_FORMAT)  # compiled once
+    with pytest.raises(ChatError, match="no grammar"):
+        llamacpp.chat(CAPITAL, format="no_such_format")
+
+
 def test_llamacpp_missing_model_file_is_a_clear_error(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (M3AGENT_SKIP_LLAMACPP=1)")
     with pytest.raises(ChatUnavailableError, match="missing.gguf"):
@@ -54,7 +90,7 @@ def test_llamacpp_missing_model_file_is_a_clear_error(tmp_path):
 
 def test_transformers_loads_the_gguf_and_batches():
     chat = build_chat(ChatConfig(backend="transformers", context=2048))
-    replies = chat.batch([CAPITAL, STORY], max_tokens=12)
+    replies = chat.batch([CAPITAL, STORY], max_tokens=12, format=REPLY_FORMAT)  # no grammar engine: ignored
     assert "paris" in replies[0].text.lower()
     assert replies[1].completion_tokens == 12 and replies[1].finish_reason == "length"
     assert replies[0].prompt_tokens > 10 and replies[1].prompt_tokens > 5  # padding is not counted

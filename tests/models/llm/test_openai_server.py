@@ -57,3 +57,13 @@ def test_control_loop_through_the_server(client, kitchen):
         assert 2 <= len(answer.rounds) <= 3 and answer.rounds[0].by == "seed" and answer.rounds[-1].action == "answer"
         assert answer.rounds[0].clips and answer.tokens > 0
         assert "<character_" not in answer.answer and "<face_" not in answer.answer
+
+
+def test_a_server_that_reads_a_grammar_gets_the_control_format(server):
+    """llama.cpp's server takes a GBNF ``grammar`` field: with ``grammar_field`` set, replies keep the format."""
+    from m3agent.control.text import REPLY_FORMAT, parse_action
+
+    chat = build_chat(ChatConfig(backend="openai", base_url=server, grammar_field="grammar", timeout=120, retries=1))
+    messages = [{"role": "user", "content": "Who opens the fridge? Reply as Action: [Answer] or [Search], then Content:"}]
+    reply = chat.chat(messages, max_tokens=40, format=REPLY_FORMAT)
+    assert reply.text.startswith("Action: [") and not parse_action(reply.text)[2]
