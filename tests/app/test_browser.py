@@ -135,13 +135,14 @@ def test_the_sample_episode_browses_by_character_and_jumps_to_a_clip(page, shots
     wait_text(page, "#jobs", r"sample_episode.mp4: done: \d+ clips", 600)
     choose(page, "#memory", "memories/sample_episode.db")
     open_tab(page, "Characters")
-    page.wait_for_function("document.querySelectorAll('.card').length >= 3", timeout=60_000)
-    names = " ".join(page.locator(".card-title").all_inner_texts())
-    assert re.search(r"[A-Z][a-z]+ \(character_\d+\)", names), names  # names the memory learned
+    # the view redraws for the chosen memory: its cards carry the names the memory learned
+    page.wait_for_function("[...document.querySelectorAll('.card-title')]"
+                           ".some(e => /[A-Z][a-z]+ \\(character_\\d+\\)/.test(e.innerText))", timeout=60_000)
+    names = page.locator(".card-title").all_inner_texts()
+    assert len(names) >= 3 and sum(bool(re.search(r"[A-Z][a-z]+ \(character_\d+\)", n)) for n in names) >= 3, names
     page.screenshot(path=str(shots / "characters.png"), full_page=True)
     open_tab(page, "Timeline")
-    page.wait_for_selector(".timeline-clip", timeout=60_000)
-    assert page.locator(".timeline-clip").count() >= 3
+    page.wait_for_function("document.querySelectorAll('.timeline-clip').length >= 3", timeout=60_000)
     page.locator(".timeline-clip .clip-link").nth(2).click()
     page.wait_for_function("(() => { const v = document.querySelector('#player video');"
                            " return v && v.currentTime >= 59; })()", timeout=60_000)
