@@ -54,6 +54,7 @@ def cmd_inspect(args, config: Config) -> int:
 def _search_queries(args) -> list[dict]:
     """The queries of one search command: the positional one, or ``--queries FILE`` (a query a line, as
     text or ``{"query", "id"}``); a line that is neither is reported in the results, not fatal."""
+    from m3agent.jsonl import numbered_lines, read_text
     from m3agent.memory.search import QueryError
 
     if args.queries is None:
@@ -62,15 +63,9 @@ def _search_queries(args) -> list[dict]:
         return [{"id": None, "query": args.query}]
     if args.query is not None:
         raise QueryError("give a query or --queries FILE, not both")
-    try:
-        with open(args.queries, encoding="utf-8") as fh:
-            raw = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise QueryError(f"cannot read --queries {args.queries}: {exc}") from exc
+    text = read_text(args.queries, error=QueryError, unreadable="cannot read --queries {source}: {reason}")
     out = []
-    for number, line in enumerate(raw, start=1):
-        if not line.strip():
-            continue
+    for number, line in numbered_lines(text):
         item: dict = {"id": number, "query": line}
         if line.lstrip().startswith("{"):
             try:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,11 @@ from m3agent import factory
 from m3agent.config import ChatConfig, Config
 from m3agent.datafolder import DataFolder, DataFolderError
 from m3agent.errors import M3AgentError
+from m3agent.shelf import Shelf
+
+if TYPE_CHECKING:
+    from m3agent.memory.graph import MemoryGraph
+    from m3agent.models.llm.base import ChatModel
 
 #: the app's settings offer the configured ``control.chat`` (the embedded model unless the config says
 #: otherwise) or any OpenAI-compatible server
@@ -54,17 +60,16 @@ class Workspace:
         app = config.app
         self.folder = DataFolder(app.data_dir, app.video_types, app.max_upload_mb)
         self.queue = MemorizationQueue(self.folder.state_dir, memorize_command(cli_args), start=start_queue)
-        self._graphs: dict[Path, object] = {}
-        self._chats: dict[ChatConfig, object] = {}
         self._lock = threading.Lock()  # opening graphs, loading models
+        self._graphs: Shelf[Path, MemoryGraph] = Shelf(self._open_graph, closer=lambda graph: graph.close(),
+                                                       lock=self._lock)
+        self._chats: Shelf[ChatConfig, ChatModel] = Shelf(lambda chat: factory.build_chat(chat), lock=self._lock)
         self._answering = threading.Lock()  # one chat model call sequence at a time
         self._embedder = None
 
     def close(self) -> None:
         self.queue.close()
-        for graph in self._graphs.values():
-            graph.close()
-        self._graphs.clear()
+        self._graphs.close()
 
     # ------------------------------------------------------------------ the folder
     def videos(self) -> list[str]:
@@ -140,13 +145,12 @@ class Workspace:
         path = self.folder.resolve(memory)
         if not path.is_file():
             raise DataFolderError(f"{memory}: no such memory in the data folder")
-        with self._lock:
-            graph = self._graphs.get(path)
-            if graph is None:
-                graph = factory.open_memory(path, self.config, readonly=True)
-                self._graphs[path] = graph
+        graph = self._graphs.get(path)
         graph.refresh()
         return graph
+
+    def _open_graph(self, path: Path) -> MemoryGraph:
+        return factory.open_memory(path, self.config, readonly=True)
 
     def video_file(self, memory: str) -> str | None:
         """The video a memory was made from, if it lies inside the folder (nothing outside is served)."""
@@ -190,13 +194,7 @@ class Workspace:
 
     # ------------------------------------------------------------------ answering
     def chat(self, choice: ChatChoice):
-        config = choice.apply(self.config.control.chat)
-        with self._lock:
-            chat = self._chats.get(config)
-            if chat is None:
-                chat = factory.build_chat(config)
-                self._chats[config] = chat
-        return chat
+        return self._chats.get(choice.apply(self.config.control.chat))
 
     def ask(self, memory: str, question: str, before_clip: int | None = None,
             choice: ChatChoice = ChatChoice()) -> dict:

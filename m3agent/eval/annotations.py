@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from m3agent.errors import M3AgentError
+from m3agent.jsonl import json_lines
 
 MULTI_EVIDENCE = "Multi-Evidence Reasoning"
 TYPE_ALIASES = {"Multi-Detail Reasoning": MULTI_EVIDENCE}
@@ -114,14 +115,8 @@ def _load(path: Path):
         return json.loads(text)
     except json.JSONDecodeError:
         pass
-    records = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise AnnotationError(f"{path}:{number}: neither a JSON file nor JSON lines: {exc}") from exc
-    return records
+    message = "{source}:{number}: neither a JSON file nor JSON lines: {exc}"
+    return [record for _, record in json_lines(text, path, error=AnnotationError, message=message)]
 
 
 def _m3bench(path: Path, data: dict, clip_seconds: float) -> list[BenchItem]:

@@ -42,6 +42,7 @@ from m3agent.envs.base import Env, EnvError
 from m3agent.errors import M3AgentError
 from m3agent.eval.annotations import BenchItem
 from m3agent.eval.memories import plan_memory
+from m3agent.jsonl import read_json_lines
 from m3agent.train.tasks import (
     AGENT_NAME,
     MEMORY_BUILD_AGENT,
@@ -226,18 +227,8 @@ def write_conversion(result: Conversion, out_dir: str | Path) -> dict:
 # ------------------------------------------------------------------------------------------------ memory-build
 def read_tasks(path: str | Path) -> list[Any]:
     """The memory-build tasks of a JSON-lines file, one a line (blank lines skipped)."""
-    tasks = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TrainDataError(f"cannot read the task file {path}: {exc}") from exc
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            try:
-                tasks.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise TrainDataError(f"line {number} of {path} is not JSON ({exc.msg})") from exc
-    return tasks
+    return read_json_lines(path, error=TrainDataError, unreadable="cannot read the task file {source}: {reason}",
+                           message="line {number} of {source} is not JSON ({msg})")
 
 
 def convert_tasks(tasks: Sequence[Any], config: Config, *, data_source: str, val_fraction: float | None = None,

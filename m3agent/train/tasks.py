@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from m3agent.config import Config
 from m3agent.memory.errors import MemoryStoreError
+from m3agent.shelf import Shelf
 
 if TYPE_CHECKING:
     from m3agent.memory.graph import MemoryGraph
@@ -69,19 +70,13 @@ class MemoryShelf:
         from m3agent.factory import embedder_for_db
 
         self.config = config
-        self._graphs: dict[str, MemoryGraph] = {}
+        self._lock = threading.Lock()  # opening graphs, building embedders
+        self._graphs: Shelf[str, MemoryGraph] = Shelf(self._open, closer=lambda graph: graph.close(), lock=self._lock)
         self._embedders: dict[tuple, Any] = {}
         self._build_embedder = embedder_for_db(config.embedder)
-        self._lock = threading.Lock()
 
     def get(self, path: str | Path) -> MemoryGraph:
-        key = str(Path(path).resolve())
-        with self._lock:
-            graph = self._graphs.get(key)
-            if graph is None:
-                graph = self._open(key)
-                self._graphs[key] = graph
-            return graph
+        return self._graphs.get(str(Path(path).resolve()))
 
     def _open(self, path: str) -> MemoryGraph:
         from m3agent.memory.graph import MemoryGraph
@@ -108,7 +103,4 @@ class MemoryShelf:
         return self._embedders[key]
 
     def close(self) -> None:
-        with self._lock:
-            graphs, self._graphs = list(self._graphs.values()), {}
-        for graph in graphs:
-            graph.close()
+        self._graphs.close()

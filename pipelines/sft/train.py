@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from m3agent.errors import M3AgentError
+from m3agent.jsonl import json_lines, read_text
 from m3agent.models.llm.base import text_only
 
 IGNORE = -100  # the label of a token the loss skips
@@ -38,20 +39,10 @@ class DataError(M3AgentError, ValueError):
 
 def read_records(path: str | Path) -> list[dict]:
     """The chat records of a teacher file (its torn last line skipped; it is never rewritten here)."""
-    try:
-        raw = Path(path).read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read {path}: {exc}") from exc
+    text = read_text(path, error=DataError)
     records = []
-    for number, line in enumerate(raw, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(raw):
-                continue  # a write cut short
-            raise DataError(f"{path}:{number} is not JSON ({exc.msg})") from exc
+    for number, record in json_lines(text, path, error=DataError, message="{source}:{number} is not JSON ({msg})",
+                                     torn_tail=True):
         messages = record.get("messages") if isinstance(record, dict) else None
         if not isinstance(messages, list) or len(messages) < 2 or messages[-1].get("role") != "assistant":
             raise DataError(f"{path}:{number} is not a chat record (messages ending with the assistant's answer)")
