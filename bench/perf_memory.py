@@ -1,6 +1,7 @@
 """Memory-core benchmark: insert and search at 10k, 100k and 1M text nodes (384-d MiniLM vectors).
 
-Usage: ``python bench/perf_memory.py [--sizes 10000 100000 1000000] [--write docs/BENCHMARKS.md]``.
+Usage: ``python bench/perf_memory.py [--sizes 10000 100000 1000000] [--write docs/BENCHMARKS.md] [--keep]``;
+``--db PATH`` reopens a kept DB in a fresh process (first search since process start, search p50, RSS).
 Each size runs in its own process (clean RSS). Vectors are real MiniLM embeddings of 60k real
 sentences (bench/corpus.py); beyond that, node vectors are synthesised around real ones:
 ``normalize(real_i + 0.5 * g / sqrt(384))`` with gaussian ``g`` (cosine to its source ~0.89), so the
@@ -78,7 +79,7 @@ def pct(values, q):
     return float(np.percentile(np.asarray(values), q))
 
 
-def run_size(n: int) -> dict:
+def run_size(n: int, keep: bool = False) -> dict:
     from tqdm import tqdm
 
     from bench.corpus import load_corpus
@@ -146,9 +147,7 @@ def run_size(n: int) -> dict:
             searches[(retrieval, scope)] = ms
     clip_search_ms, scoped_ms = searches[("fused", "all")], searches[("fused", "video")]
     graph.close()
-    reopen = subprocess.run([sys.executable, __file__, "--reopen", db, "--started", repr(time.time())],
-                            stdout=subprocess.PIPE, text=True, check=True)
-    reopened = json.loads(reopen.stdout.strip().splitlines()[-1])
+    reopened = reopen(db)
     size = os.path.getsize(db)
     ivf = db + ".ivf"
     result = {
@@ -172,6 +171,9 @@ def run_size(n: int) -> dict:
         "rss_mb": peak_rss_mb(),
         **reopened,
     }
+    if keep:
+        result["db"] = db
+        return result
     for p in Path(tmp).iterdir():
         p.unlink()
     os.rmdir(tmp)
@@ -193,13 +195,24 @@ def reopen_and_search(db: str, started: float | None = None) -> dict:
     graph.search(queries[0], all_videos=True, threshold=0.0)  # loads vectors and the IVF file
     first_s = time.perf_counter() - t
     since_start = time.time() - started if started else float("nan")
-    for q in queries[1:100]:
+    ms = []
+    for q in queries[1:200]:
+        t = time.perf_counter()
         graph.search(q, all_videos=True, threshold=0.0)
+        ms.append((time.perf_counter() - t) * 1000)
     graph.close()
     return {"reopen_first_search_s": first_s,
             "reopen_first_search_since_start_s": since_start,
+            "reopen_clip_search_all_ms_p50": pct(ms, 50),
             "reopen_rss_mb": peak_rss_mb(),
             "reopen_rss_before_mb": before}
+
+
+def reopen(db: str) -> dict:
+    """:func:`reopen_and_search` in a fresh process, timed from its start."""
+    proc = subprocess.run([sys.executable, __file__, "--reopen", db, "--started", repr(time.time())],
+                          stdout=subprocess.PIPE, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def machine() -> str:
@@ -280,16 +293,22 @@ def main() -> None:
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--reopen", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--started", type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--keep", action="store_true", help="keep the DBs built (their paths are reported)")
+    parser.add_argument("--db", default=None, help="only reopen this kept DB: first search, p50, RSS")
     args = parser.parse_args()
     if args.reopen:
         print(json.dumps(reopen_and_search(args.reopen, args.started)))
         return
+    if args.db:
+        print(json.dumps(reopen(args.db), indent=1))
+        return
     if args.one:
-        print(json.dumps(run_size(args.one)))
+        print(json.dumps(run_size(args.one, args.keep)))
         return
     saved = RESULTS.exists() and {r["nodes"]: r for r in json.loads(RESULTS.read_text())} or {}
     for n in args.sizes:
-        proc = subprocess.run([sys.executable, __file__, "--one", str(n)], stdout=subprocess.PIPE, text=True)
+        proc = subprocess.run([sys.executable, __file__, "--one", str(n), *(["--keep"] if args.keep else [])],
+                              stdout=subprocess.PIPE, text=True)
         if proc.returncode != 0:
             sys.exit(f"benchmark at {n} nodes failed")
         result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -92,6 +92,12 @@ CREATE TABLE records (
   PRIMARY KEY (video_id, record)) WITHOUT ROWID;
 CREATE INDEX records_by_node ON records (node_id);
 """
+#: what opening a large memory reads without scanning: superseded lines (a partial index, tiny), and the count of
+#: text lines (meta ``text_lines``: ``"count:highest id"``, kept by every insert and delete in their transaction).
+#: A DB from before them gets both at its first writable open (one scan); a read-only open of one counts.
+_SUPERSEDED_INDEX = ("CREATE INDEX IF NOT EXISTS nodes_superseded ON nodes (invalidated_at)"
+                     " WHERE invalidated_at IS NOT NULL")
+TEXT_LINES = "text_lines"
 #: BM25 over the text of lines, inside the DB file; the rows live in ``nodes`` (external content)
 _LEXICAL = ("CREATE VIRTUAL TABLE lines_fts USING fts5(text, content='nodes', content_rowid='id',"
             " tokenize='unicode61 remove_diacritics 2', detail=full)")
@@ -220,6 +226,8 @@ class SQLiteStore:
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 if int(self.meta().get("schema", "0")) < SCHEMA_VERSION:
                     self._upgrade()
+                if TEXT_LINES not in self.meta():
+                    self._add_line_counts()
             if not readonly:
                 self.conn.execute("PRAGMA synchronous = NORMAL")
         except BaseException as exc:
@@ -252,10 +260,18 @@ class SQLiteStore:
             for statement in filter(str.strip, (_SCHEMA + _SCHEMA_2).split(";")):
                 self.conn.execute(statement)
             self._create_lexical()
+            self.conn.execute(_SUPERSEDED_INDEX)
             self.conn.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
-                [("app", APP_ID), ("schema", str(SCHEMA_VERSION)), ("uuid", uuid.uuid4().hex)],
+                [("app", APP_ID), ("schema", str(SCHEMA_VERSION)), ("uuid", uuid.uuid4().hex), (TEXT_LINES, "0:-1")],
             )
+
+    def _add_line_counts(self) -> None:
+        """Give a DB written before them the superseded-lines index and the line counter (one scan, once)."""
+        with self.transaction() as c:
+            c.execute(_SUPERSEDED_INDEX)
+            if c.execute("SELECT 1 FROM meta WHERE key = ?", (TEXT_LINES,)).fetchone() is None:
+                self._set_text_lines(self.text_vector_count(), self._top_text_line())
 
     def _create_lexical(self) -> None:
         """The FTS5 table, where this SQLite has FTS5 (without it, search is dense only)."""
@@ -346,6 +362,19 @@ class SQLiteStore:
                 raise
             finally:
                 self._depth = 0
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads in one read transaction: they all see the same commits (inside a transaction, it is that one)."""
+        with self._lock:
+            if self._depth or self.conn.in_transaction:
+                yield
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self.conn.execute("COMMIT")
 
     def integrity_check(self) -> list[str]:
         rows = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
@@ -502,6 +531,16 @@ class SQLiteStore:
         row = self.conn.execute("SELECT COALESCE(MAX(id), -1) + 1 FROM nodes").fetchone()
         return int(row[0])
 
+    def node_video(self, node_id: int) -> int | None:
+        """The video of a node, or of an entity folded into another (its tags still resolve)."""
+        row = self.conn.execute("SELECT video_id FROM nodes WHERE id = ?", (int(node_id),)).fetchone()
+        if row is None and self._has_merges():
+            row = self.conn.execute("SELECT video_id FROM merged_entities WHERE node_id = ?", (int(node_id),)).fetchone()
+        return None if row is None else int(row[0])
+
+    def _has_merges(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'merged_entities'").fetchone() is not None
+
     def node_kinds(self, node_ids: Iterable[int]) -> dict[int, NodeKind]:
         out: dict[int, NodeKind] = {}
         for chunk in _chunks(sorted(set(node_ids))):
@@ -577,10 +616,33 @@ class SQLiteStore:
             args = (after_id, video_id)
         yield from self.conn.execute(q + " ORDER BY n.id", args)
 
-    def text_vector_count(self, up_to_id: int) -> int:
-        """How many text nodes with a vector have ids up to ``up_to_id`` (does a cached copy hold them all?)."""
+    def text_vector_count(self, up_to_id: int | None = None) -> int:
+        """How many text nodes with a vector have ids up to ``up_to_id`` (all with None): a full scan."""
         q = f"SELECT count(*) FROM nodes n JOIN vectors v ON v.node_id = n.id WHERE n.kind IN {_TEXT} AND n.id <= ?"
-        return int(self.conn.execute(q, (up_to_id,)).fetchone()[0])
+        return int(self.conn.execute(q, ((1 << 63) - 1 if up_to_id is None else up_to_id,)).fetchone()[0])
+
+    def text_line_total(self) -> int:
+        """How many text nodes with a vector the DB holds (does a cached copy hold them all?): the counter in
+        meta, checked against the highest id, so that a writer that did not keep it (an older m3agent) is
+        noticed, else a count (:func:`text_vector_count`)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (TEXT_LINES,)).fetchone()
+        if row is not None:
+            count, top = (int(x) for x in row[0].split(":"))
+            if top == self._top_text_line():
+                return count
+        return self.text_vector_count()
+
+    def _top_text_line(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(node_id), -1) FROM vectors").fetchone()[0])
+
+    def _count_text_lines(self, delta: int) -> None:
+        """Keep the line counter (in the caller's transaction) after ``delta`` lines were added or removed."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (TEXT_LINES,)).fetchone()
+        if row is not None:
+            self._set_text_lines(int(row[0].split(":")[0]) + delta, self._top_text_line())
+
+    def _set_text_lines(self, count: int, top: int) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (TEXT_LINES, f"{count}:{top}"))
 
     def invalidations(self) -> list[tuple[int, int]]:
         """``(node id, clip it was superseded at)`` of every superseded text node."""
@@ -601,6 +663,7 @@ class SQLiteStore:
         c.executemany("INSERT INTO vectors (node_id, vec) VALUES (?, ?)", [(r[0], r[7]) for r in rows])
         if self.has_lexical:
             c.executemany("INSERT INTO lines_fts (rowid, text) VALUES (?, ?)", [(r[0], r[4]) for r in rows])
+        self._count_text_lines(len(rows))
 
     def insert_entity_node(self, node_id: int, video_id: int, kind: NodeKind, clip: int, meta: dict | None) -> None:
         self.conn.execute(
@@ -672,6 +735,32 @@ class SQLiteStore:
             [(node_id, i, c, q, vec_to_blob(v)) for i, (c, q, v) in enumerate(rows)],
         )
 
+    def fold_entity(self, gone: int, into: int, at_clip: int) -> None:
+        """Make entity ``gone`` part of ``into`` (the same person, found out later): its sightings, speech and
+        line edges move over, the node goes, and ``merged_entities`` keeps ``gone -> into`` so that tags
+        already written (``<voice_gone>``) still resolve. Embeddings and crops are the caller's to move."""
+        c = self.conn
+        c.execute("CREATE TABLE IF NOT EXISTS merged_entities (node_id INTEGER PRIMARY KEY, into_id INTEGER NOT NULL,"
+                  " video_id INTEGER NOT NULL, clip INTEGER)")
+        (video_id,) = c.execute("SELECT video_id FROM nodes WHERE id = ?", (gone,)).fetchone()
+        c.execute("INSERT OR IGNORE INTO sightings (node_id, clip) SELECT ?, clip FROM sightings WHERE node_id = ?",
+                  (into, gone))
+        c.execute("UPDATE nodes SET weight = (SELECT count(*) FROM sightings WHERE node_id = ?) WHERE id = ?",
+                  (into, into))
+        c.execute("UPDATE voice_segments SET node_id = ? WHERE node_id = ?", (into, gone))
+        self.add_edges(c.execute("SELECT text_id, ?, weight FROM edges WHERE entity_id = ?", (into, gone)).fetchall())
+        c.execute("UPDATE merged_entities SET into_id = ? WHERE into_id = ?", (into, gone))
+        self.delete_nodes([gone])
+        c.execute("INSERT OR REPLACE INTO merged_entities (node_id, into_id, video_id, clip) VALUES (?, ?, ?, ?)",
+                  (gone, into, video_id, at_clip))
+
+    def merged_entities(self, video_id: int) -> dict[int, int]:
+        """``{gone: into}`` for the entities of a video folded into others (see :meth:`fold_entity`)."""
+        if not self._has_merges():  # a DB that never folded one has no such table
+            return {}
+        rows = self.conn.execute("SELECT node_id, into_id FROM merged_entities WHERE video_id = ?", (video_id,))
+        return {int(a): int(b) for a, b in rows}
+
     def crops(self, node_id: int) -> list[tuple[int | None, float | None, bytes]]:
         q = "SELECT clip, quality, jpeg FROM crops WHERE node_id = ? ORDER BY slot"
         return [(c, q_, bytes(j)) for c, q_, j in self.conn.execute(q, (node_id,))]
@@ -718,8 +807,11 @@ class SQLiteStore:
         c.execute("PRAGMA secure_delete = ON")
         if self.has_lexical:
             self._unindex_lines(ids)
+        merges = self._has_merges()
+        lines = 0
         for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
+            lines += int(c.execute(f"SELECT count(*) FROM vectors WHERE node_id IN ({marks})", chunk).fetchone()[0])
             for table, column in (
                 *((("records", "node_id"),) if self.has_records else ()),
                 ("edges", "text_id"), ("edges", "entity_id"), ("vectors", "node_id"),
@@ -729,6 +821,9 @@ class SQLiteStore:
                 c.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
             c.execute(f"UPDATE nodes SET invalidated_by = NULL, invalidated_at = NULL WHERE invalidated_by IN ({marks})", chunk)
             c.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
+            if merges:  # a forgotten person's folded-in ids go with them
+                c.execute(f"DELETE FROM merged_entities WHERE into_id IN ({marks}) OR node_id IN ({marks})", chunk * 2)
+        self._count_text_lines(-lines)
 
     def _unindex_lines(self, node_ids: Sequence[int]) -> None:
         """Take lines out of the lexical index (before their text changes or goes: FTS5 needs it)."""

@@ -47,10 +47,22 @@ class NodeRows:
         self._video = np.zeros(0, np.int64)
         self._row = np.zeros(0, np.int64)
         self._more: dict[int, tuple[int, int]] = {}
+        self._at: np.ndarray | None = None
 
-    def load(self, ids: np.ndarray, videos: np.ndarray, rows: np.ndarray) -> None:
-        order = np.argsort(ids, kind="stable")
-        self._ids, self._video, self._row = ids[order], videos[order], rows[order]
+    def load(self, ids: np.ndarray, videos: np.ndarray, rows: np.ndarray, at: np.ndarray | None = None) -> None:
+        """``at``: each line's row in the vector file they were mapped from (see :meth:`file_rows`)."""
+        if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():  # a file written video by video is mostly sorted
+            order = np.argsort(ids, kind="stable")
+            ids, videos, rows = ids[order], videos[order], rows[order]
+            at = None if at is None else at[order]
+        self._ids, self._video, self._row, self._at = ids, videos, rows, at
+
+    def file_rows(self, node_ids: np.ndarray) -> np.ndarray:
+        """Each id's row in the vector file its line was loaded from, -1 for lines that came otherwise."""
+        if self._at is None or not len(self._ids):
+            return np.full(len(node_ids), -1, np.int64)
+        pos = np.minimum(np.searchsorted(self._ids, node_ids), len(self._ids) - 1)
+        return np.where(self._ids[pos] == node_ids, self._at[pos], -1)
 
     def add(self, node_id: int, video_id: int, row: int) -> None:
         self._more[node_id] = (video_id, row)
@@ -146,6 +158,7 @@ class TextVectors:
         self.ann = None
         self._ann_dirty = False
         self.filed = 0  # lines the vector file holds (rewritten when far behind: see :meth:`save_file`)
+        self._file_vectors = np.zeros((0, dim), np.float32)  # the mapped file's vectors, in its row order
 
     # ------------------------------------------------------------------ loading and updates
     @classmethod
@@ -153,15 +166,19 @@ class TextVectors:
                    identity: str, vector_file: str | None = None) -> TextVectors:
         self = cls(dim, config, sidecar, identity)
         mapped = vecfile.read(vector_file, identity, dim) if vector_file else None
-        if mapped is not None and len(mapped[0]) and store.text_vector_count(int(mapped[0]["id"].max())) != len(mapped[0]):
-            log.info("vector file %s does not match %s; it will be rewritten", vector_file, store.path)
-            mapped = None
+        if mapped is not None:
+            with store.snapshot():  # lines committed after the file, and whether it holds every line before them
+                fresh = list(store.text_vector_rows(after_id=int(mapped[0]["id"].max()) if len(mapped[0]) else -1))
+                if store.text_line_total() - len(fresh) != len(mapped[0]):
+                    log.info("vector file %s does not match %s; it will be rewritten", vector_file, store.path)
+                    mapped = None
         if mapped is not None:
             self._from_file(*mapped)
             self.filed = len(mapped[0])
-            after = self.where.max_id()
+            self.add_rows(fresh, to_ann=False)
+            for node_id, dead_clip in store.invalidations():  # what was superseded since the file was written
+                self.invalidate(node_id, dead_clip)
         else:
-            after = None
             loaded = []
             for video in store.videos():  # one video at a time keeps the loading peak small
                 rows = list(store.text_vector_rows(video.id))
@@ -178,15 +195,6 @@ class TextVectors:
                 self.where.load(np.concatenate([ids for ids, _ in loaded]),
                                 np.concatenate([np.full(len(ids), v, np.int64) for ids, v in loaded]),
                                 np.concatenate([np.arange(len(ids)) for ids, _ in loaded]))
-        if after is not None:  # lines committed after the file was written, and what was superseded since
-            fresh = list(store.text_vector_rows(after_id=after))
-            for video_id in dict.fromkeys(r[1] for r in fresh):
-                rows = [r for r in fresh if r[1] == video_id]
-                ids, _, kinds, clips, valid, dead, blobs = zip(*rows)
-                self._add(video_id, ids, clips, kinds, valid, [NEVER if d is None else d for d in dead],
-                          np.frombuffer(b"".join(blobs), np.float32).reshape(len(rows), dim), to_ann=False)
-            for node_id, dead_clip in store.invalidations():
-                self.invalidate(node_id, dead_clip)
         self._load_sidecar()
         return self
 
@@ -204,13 +212,22 @@ class TextVectors:
             row_in_video[start:end] = np.arange(len(vv), len(vv) + end - start)
             vv.add(part["id"], part["clip"], part["kind"], part["valid_from"], np.full(end - start, NEVER, np.int32),
                    vectors[start:end])
-        self.where.load(rows["id"].astype(np.int64), video, row_in_video)
+        self.where.load(rows["id"].astype(np.int64), video, row_in_video, np.arange(len(rows)))
+        self._file_vectors = vectors
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.videos.values())
 
     def add(self, video_id: int, ids, clips, kinds, valid_from, vectors) -> None:
         self._add(video_id, ids, clips, kinds, valid_from, [NEVER] * len(ids), vectors, to_ann=True)
+
+    def add_rows(self, rows: list, to_ann: bool) -> None:
+        """Add rows as :meth:`SQLiteStore.text_vector_rows` gives them (lines committed after a load)."""
+        for video_id in dict.fromkeys(r[1] for r in rows):
+            part = [r for r in rows if r[1] == video_id]
+            ids, _, kinds, clips, valid, dead, blobs = zip(*part)
+            self._add(video_id, ids, clips, kinds, valid, [NEVER if d is None else d for d in dead],
+                      np.frombuffer(b"".join(blobs), np.float32).reshape(len(part), self.dim), to_ann=to_ann)
 
     def _add(self, video_id, ids, clips, kinds, valid_from, dead, vectors, to_ann: bool) -> None:
         if len(ids) == 0:
@@ -232,8 +249,15 @@ class TextVectors:
             self.videos[hit[0]].dead_at[hit[1]] = NEVER if at_clip is None else at_clip
 
     def vectors_of(self, ids: np.ndarray) -> np.ndarray:
+        """The vectors of these lines, in order: one gather from the mapped file for the lines it holds."""
+        ids = np.asarray(ids, np.int64).reshape(-1)
         out = np.empty((len(ids), self.dim), np.float32)
-        for pos, (video_id, row) in enumerate(self.where.get_many(ids)):
+        at = self.where.file_rows(ids)
+        filed = at >= 0
+        if filed.any():
+            out[filed] = self._file_vectors[at[filed]]
+        rest = np.flatnonzero(~filed)
+        for pos, (video_id, row) in zip(rest.tolist(), self.where.get_many(ids[rest])):
             out[pos] = self.videos[video_id].index.vectors[row]
         return out
 
@@ -259,6 +283,7 @@ class TextVectors:
         if ann.meta.get("identity") != self.identity or ann.dim != self.dim:
             log.info("vector index %s belongs to another DB state; it will be rebuilt", self.sidecar)
             return
+        self._ann_dirty = ann.legacy  # a file of the older layout is written again in the mapped one
         covered = int(ann.meta.get("max_id", -1))
         missing = self.where.ids_above(covered)
         if len(missing):
@@ -489,12 +514,7 @@ class VectorCache:
         if ids_removed:
             self._vectors = None
             return
-        fresh = list(self.store.text_vector_rows(after_id=vectors.where.max_id()))
-        for video_id in dict.fromkeys(r[1] for r in fresh):
-            rows = [r for r in fresh if r[1] == video_id]
-            ids, _, kinds, clips, valid, _, blobs = zip(*rows)
-            vecs = np.frombuffer(b"".join(blobs), np.float32).reshape(len(rows), self.dim)
-            vectors.add(video_id, ids, clips, kinds, valid, vecs)
+        vectors.add_rows(list(self.store.text_vector_rows(after_id=vectors.where.max_id())), to_ann=True)
         for node_id, dead_clip in self.store.invalidations():
             vectors.invalidate(node_id, dead_clip)
 

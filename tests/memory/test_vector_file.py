@@ -152,3 +152,49 @@ def test_forgetting_removes_the_file(tmp_path, embedder):
     assert not vec.exists()  # it held the forgotten line's vector
     assert [c.lines for c in graph.search("gardening", threshold=0.0).clips] == [["an ordinary line about gardening"]]
     graph.close()
+
+
+def test_the_line_counter_follows_inserts_and_forgetting_and_old_dbs_get_one(tmp_path, embedder):
+    path = tmp_path / "m.db"
+    build(path, embedder)
+    graph = MemoryGraph.open(path, embedder=embedder)
+    store = graph.store
+    lines = store.text_vector_count()
+    assert store.text_line_total() == lines > 0
+    video = graph.resolve_video("kitchen").id
+    face = next(iter(graph.characters(video).members))
+    graph.forget(video, f"character_{face}")
+    assert store.text_line_total() == store.text_vector_count() < lines
+    store.delete_meta("text_lines")  # a DB from before the counter
+    graph.close()
+    graph = MemoryGraph.open(path, embedder=embedder, readonly=True)
+    assert graph.store.text_line_total() == graph.store.text_vector_count()  # counted
+    graph.close()
+    graph = MemoryGraph.open(path, embedder=embedder)  # the first writable open adds it
+    assert "text_lines" in graph.store.meta()
+    graph.store.set_meta("text_lines", "1:5")  # kept by a writer that did not know it: the highest id tells
+    assert graph.store.text_line_total() == graph.store.text_vector_count()
+    graph.close()
+
+
+def test_the_ivf_index_is_mapped_on_open_and_still_takes_new_lines(tmp_path, embedder):
+    from m3agent.config import IndexConfig
+
+    path = tmp_path / "m.db"
+    config = MemoryConfig(index=IndexConfig(backend="ivf", nprobe=4))
+    build(path, embedder)
+    graph = MemoryGraph.open(path, config, embedder=embedder)
+    graph.vectors.build_ann()
+    graph.close()
+    graph = MemoryGraph.open(path, config, embedder=embedder)
+    assert graph.vectors.ann.mapped
+    video = graph.resolve_video("kitchen").id
+    with graph.clip(video, 3, 90, 120) as b:
+        b.episodic("a new line about the broken dishwasher")
+    assert not graph.vectors.ann.mapped  # read into memory to take the line
+    assert graph.search("broken dishwasher", video="kitchen", threshold=0.0, top_k=1).clips[0].id == 3
+    graph.close()
+    graph = MemoryGraph.open(path, config, embedder=embedder, readonly=True)
+    assert graph.search("broken dishwasher", video="kitchen", threshold=0.0, top_k=1).clips[0].id == 3
+    assert graph.vectors.ann.mapped and len(graph.vectors.ann) == len(graph.vectors)
+    graph.close()

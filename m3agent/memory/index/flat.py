@@ -14,7 +14,7 @@ from m3agent.memory.index.base import VectorIndex, pad_topk, try_import_faiss
 class FlatIndex(VectorIndex):
     def __init__(self, dim: int, use_faiss: bool = True):
         self.dim = dim
-        self._faiss = try_import_faiss() if use_faiss else None
+        self._use_faiss = use_faiss  # imported on the first search: scoring rows (what memory search does) is numpy
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._ids = np.zeros(0, dtype=np.int64)
         self._n = 0
@@ -64,9 +64,9 @@ class FlatIndex(VectorIndex):
         k_eff = min(k, self._n)
         if k_eff == 0:
             return pad_topk(np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64), k)
-        if self._faiss is not None:
-            scores, rows = self._faiss.knn(queries, np.ascontiguousarray(self.vectors), k_eff,
-                                           metric=self._faiss.METRIC_INNER_PRODUCT)
+        faiss = try_import_faiss() if self._use_faiss else None
+        if faiss is not None:
+            scores, rows = faiss.knn(queries, np.ascontiguousarray(self.vectors), k_eff, metric=faiss.METRIC_INNER_PRODUCT)
         else:
             all_scores = self.scores(queries)
             rows = np.argpartition(-all_scores, k_eff - 1, axis=1)[:, :k_eff]
