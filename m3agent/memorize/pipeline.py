@@ -148,7 +148,7 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
             stages.update(perception.seconds)
             emit({"event": "stage", "clip": clip.index, "stage": "memorize"})
             t = time.perf_counter()
-            _commit_clip(graph, video_id, perception, memorizer, config, face_bank, voice_bank, stages)
+            _commit_clip(graph, video_id, perception, memorizer, config, perceiver, face_bank, voice_bank, stages)
             stages["memorize+write"] = time.perf_counter() - t - stages.get("describe", 0.0)
             for key, value in stages.items():
                 report.stage_seconds[key] = report.stage_seconds.get(key, 0.0) + value
@@ -191,7 +191,7 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
 
 
 def _commit_clip(graph, video_id, perception: ClipPerception, memorizer: Memorizer, config: MemorizeConfig,
-                 face_bank, voice_bank, stages: dict[str, float]) -> None:
+                 perceiver: Perceiver, face_bank, voice_bank, stages: dict[str, float]) -> None:
     clip = perception.clip
     with graph.clip(video_id, clip.index, clip.start, clip.end) as batch:
         face_ids = []
@@ -216,3 +216,24 @@ def _commit_clip(graph, video_id, perception: ClipPerception, memorizer: Memoriz
     # the same snapshots back from the store)
     for node, snapshots in batch.report.snapshots.items():
         (face_bank if node in face_ids else voice_bank).keep(node, snapshots)
+    _fold_voices(graph, video_id, clip.index, perceiver, voice_bank)
+
+
+def _fold_voices(graph: MemoryGraph, video_id: int, clip: int, perceiver: Perceiver, voice_bank) -> None:
+    """Fold voice nodes that more speech has shown to be one speaker (checked over all the video's voices
+    after every clip, so a run resumed after a crash catches up at its first clip)."""
+    if len(voice_bank.snapshots) < 2:
+        return
+    cmap = graph.characters(video_id)
+    faces_of = {}
+    for voice in voice_bank.snapshots:
+        character = cmap.character_of(voice)
+        members = cmap.members.get(character, []) if character is not None else []
+        faces_of[voice] = frozenset(m for m in members if cmap.kinds.get(m) is NodeKind.FACE)
+    pairs = perceiver.voice_twins(voice_bank, faces_of)
+    if not pairs:
+        return
+    snapshots = graph.fold_entities(pairs, clip)
+    for gone, into in pairs:
+        log.info("voice %d is voice %d: folded at clip %d", gone, into, clip)
+        voice_bank.fold(gone, into, snapshots[into])

@@ -158,6 +158,11 @@ class MemoryGraph:
     def has_clip(self, video_id: int, clip: int) -> bool:
         return self.writer.has_clip(video_id, clip)
 
+    def fold_entities(self, pairs: Sequence[tuple[int, int]], at_clip: int) -> dict[int, np.ndarray]:
+        """Fold ``(gone, into)`` face or voice node pairs found to be one person (see
+        :meth:`MemoryWriter.fold_entities`); tags of ``gone`` keep resolving to ``into``'s character."""
+        return self.writer.fold_entities(pairs, at_clip)
+
     def remember(self, source: str, records: Iterable[TextRecord], *, procedural: bool = False,
                  progress: Callable[[int], None] | None = None) -> RememberReport:
         """Store text records as lines of a text source (see :mod:`m3agent.memory.text_sources`)."""
@@ -232,7 +237,9 @@ class MemoryGraph:
         and unless ``keep_mentions`` the lines and transcripts where others name it. Returns only once
         no file beside the DB holds any of it (see :meth:`MemoryWriter.forget`)."""
         number = self.resolve_character(video_id, character)
-        members = set(self.characters(video_id).members[number])
+        cmap = self.characters(video_id)
+        members = set(cmap.members[number])
+        members |= {gone for gone, into in cmap.aliases.items() if into in members}  # their tags go too
         names = self._characters.names_ever(video_id, number)
         plan = self.writer.forget(video_id, members, self.embed_queries if self.can_embed else None, names=names,
                                   keep_mentions=keep_mentions, wait=wait)

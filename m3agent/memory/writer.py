@@ -399,6 +399,31 @@ class MemoryWriter:
                     table[ents] = [p for p in peers if p[0] not in invalidations]
         self.on_change()
 
+    # ------------------------------------------------------------------ identities
+    def fold_entities(self, pairs: Sequence[tuple[int, int]], at_clip: int) -> dict[int, np.ndarray]:
+        """Fold each ``(gone, into)`` entity pair (one person found twice) in one transaction: ``into``
+        keeps the best of both nodes' embeddings and crops (the snapshot policy), the rest moves or goes as
+        :meth:`SQLiteStore.fold_entity` says. Returns the snapshots each kept node now matches against."""
+        store, cfg = self.store, self.config
+        kept_snapshots = {}
+        with self.lock:
+            with store.transaction():
+                kinds = store.node_kinds([n for pair in pairs for n in pair])
+                for gone, into in pairs:
+                    if gone not in kinds or into not in kinds or kinds[gone] is not kinds[into]:
+                        raise ValueError(f"cannot fold node {gone} into node {into}: not two stored entities of one kind")
+                    cap = cfg.face_snapshots if kinds[into] is NodeKind.FACE else cfg.voice_snapshots
+                    rows = [(c, q, v) for _, c, q, v in store.entity_embeddings(into) + store.entity_embeddings(gone)]
+                    kept = keep_best(sorted(rows, key=lambda r: -1 if r[0] is None else r[0]), cap)
+                    store.replace_entity_embeddings(into, kept)
+                    store.replace_crops(into, keep_best(store.crops(into) + store.crops(gone), cfg.crops_per_face))
+                    store.fold_entity(gone, into, at_clip)
+                    kept_snapshots.pop(gone, None)
+                    kept_snapshots[into] = np.stack([v for _, _, v in kept]) if kept else np.zeros((0, 0), np.float32)
+            self._semantic.clear()
+            self.on_change()
+        return kept_snapshots
+
     # ------------------------------------------------------------------ forgetting
     def forget(self, video_id: int, members: set[int], embed: Embed | None, *, names: Sequence[str] = (),
                keep_mentions: bool = False, wait: float = 30.0) -> ForgetPlan:

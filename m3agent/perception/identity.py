@@ -1,9 +1,11 @@
 """Persistent identities: group one clip's faces (or voice segments), then match each group to an
 existing face/voice node of the video or mark it new.
 
-Grouping is average-linkage agglomerative clustering under the backend's threshold; matching
-compares a group with every snapshot a node keeps and takes the node whose median distance is
-smallest and under the threshold, so one odd snapshot can neither make nor break a match.
+Grouping is average-linkage agglomerative clustering under the backend's threshold. Matching compares a
+group with what each node keeps and takes the closest node under the threshold: faces by the median
+distance to the node's snapshots, so one odd snapshot can neither make nor break a match; voices by the mean
+distance (``linkage="average"``, the clustering's own measure): one speech segment says little about its
+speaker, and a node of many segments is only as close as all of them together say.
 """
 
 from __future__ import annotations
@@ -51,20 +53,47 @@ def cluster(embeddings: np.ndarray, threshold: float, distance: Distance) -> lis
 class IdentityBank:
     """Snapshots of one video's face (or voice) nodes: what the memory stores for each, nothing else."""
 
-    def __init__(self, threshold: float, distance: Distance, snapshots: dict[int, np.ndarray] | None = None):
+    def __init__(self, threshold: float, distance: Distance, snapshots: dict[int, np.ndarray] | None = None,
+                 linkage: str = "median"):
+        if linkage not in ("median", "average"):
+            raise ValueError(f"linkage must be 'median' or 'average', not {linkage!r}")
         self.threshold = threshold
         self.distance = distance
+        self.linkage = linkage
         self.snapshots: dict[int, np.ndarray] = dict(snapshots or {})
+
+    def gap(self, group: np.ndarray, node_id: int) -> float:
+        """How far ``group`` is from a node: the median or the mean of its distances to the node's snapshots."""
+        distances = self.distance(group, self.snapshots[node_id])
+        return float(np.median(distances) if self.linkage == "median" else distances.mean())
 
     def match(self, group: np.ndarray, taken: set[int] = frozenset()) -> int | None:
         best, best_d = None, self.threshold
-        for node_id, snaps in self.snapshots.items():
-            if node_id in taken:
+        for node_id in self.snapshots:
+            if node_id in taken or not len(self.snapshots[node_id]):
                 continue
-            d = float(np.median(self.distance(group, snaps)))
+            d = self.gap(group, node_id)
             if d <= best_d:
                 best, best_d = node_id, d
         return best
+
+    def twins(self, threshold: Callable[[int, int], float]) -> list[tuple[int, int]]:
+        """``(newer, older)`` node pairs that are one identity: their snapshots are closer than
+        ``threshold(a, b)`` (evidence from elsewhere, such as the faces each is seen with, moves it). Closest
+        pairs first; a node folded away takes no further part, the one it folded into keeps its own snapshots."""
+        nodes = sorted(n for n, snaps in self.snapshots.items() if len(snaps))
+        pairs = sorted((self.gap(self.snapshots[a], b), a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:])
+        out, gone = [], set()
+        for d, a, b in pairs:
+            if a in gone or b in gone or d > threshold(a, b):
+                continue
+            out.append((b, a))  # ids grow with time: the later node folds into the earlier one
+            gone.add(b)
+        return out
+
+    def fold(self, gone: int, into: int, snapshots: np.ndarray) -> None:
+        self.snapshots.pop(gone, None)
+        self.keep(into, snapshots)
 
     def keep(self, node_id: int, snapshots: np.ndarray) -> None:
         """The embeddings the memory keeps for ``node_id``: the writer's snapshot policy chooses them,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,13 +99,30 @@ class Perceiver:
         self.faces, self.voices, self.asr = faces, voices, asr
         self.config = config or PerceptionConfig()
         self.face_threshold = self.config.face_distance or faces.same_person_distance
-        self.voice_threshold = 1.0 - (self.config.voice_cosine or (voices.same_speaker_cosine if voices else 0.88))
+        match_cosine = self.config.voice_cosine or (voices.same_speaker_cosine if voices else 0.53)
+        self.voice_threshold = 1.0 - match_cosine
+        self.voice_pair_threshold = 1.0 - max(match_cosine, getattr(voices, "pair_cosine", 0.0))
 
     def face_bank(self, snapshots: dict[int, np.ndarray]) -> IdentityBank:
         return IdentityBank(self.face_threshold, self.faces.distance, snapshots)
 
     def voice_bank(self, snapshots: dict[int, np.ndarray]) -> IdentityBank:
-        return IdentityBank(self.voice_threshold, cosine_distance, snapshots)
+        return IdentityBank(self.voice_threshold, cosine_distance, snapshots, linkage="average")
+
+    def voice_twins(self, bank: IdentityBank, faces_of: Mapping[int, frozenset[int]]) -> list[tuple[int, int]]:
+        """``(gone, into)`` voice nodes of a video that are one speaker. Folding undoes a decision already
+        written, so it asks ``voice_face_margin`` more than matching does; the faces each voice is seen
+        speaking with are evidence: with a face in common the matching threshold is enough, with different
+        faces it takes twice the margin."""
+        margin = self.config.voice_face_margin
+
+        def threshold(a: int, b: int) -> float:
+            fa, fb = faces_of.get(a), faces_of.get(b)
+            if not fa or not fb:
+                return self.voice_threshold - margin
+            return self.voice_threshold - (0.0 if fa & fb else 2 * margin)
+
+        return bank.twins(threshold)
 
     def perceive(self, clip: MediaClip, face_bank: IdentityBank, voice_bank: IdentityBank,
                  on_stage: Callable[[str], None] | None = None) -> ClipPerception:
@@ -238,7 +255,7 @@ class Perceiver:
             usable.append(u)
         if not usable:
             return []
-        groups = cluster(np.stack([u.embedding for u in usable]), self.voice_threshold, cosine_distance)
+        groups = cluster(np.stack([u.embedding for u in usable]), self.voice_pair_threshold, cosine_distance)
         tracks = [VoiceTrack([usable[i] for i in g]) for g in groups]
         tracks = _assign(tracks, bank)
         # a short fragment (a sentence cut by the clip boundary) may join a known voice, never found one

@@ -1,4 +1,5 @@
-"""Build test and demo episodes: real face photos on screen while espeak-ng voices speak a script.
+"""Build test and demo episodes: real face photos on screen while espeak-ng voices speak a script (or a
+recording of real speech plays).
 
 Every scene shows one photo (or a plain background for an off-screen voice) for as long as its
 line lasts plus a pause; the result is an H.264/AAC MP4 with a known ground truth: who is visible
@@ -30,6 +31,7 @@ class Scene:
     text: str = ""
     min_seconds: float = 4.0
     pause: float = 1.0
+    audio: str | None = None  # a recording (any format ffmpeg reads) played instead of espeak speaking
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ def _wav_seconds(path: Path) -> float:
 def build_episode(scenes: list[Scene], out_path: str | Path, *, width: int = 1280, height: int = 720,
                   fps: int = 25, speech_offset: float = 0.5) -> list[SceneTiming]:
     """Render ``scenes`` into ``out_path``; returns each scene's timing (and writes it as JSON beside)."""
-    ffmpeg, espeak = _need("ffmpeg"), _need("espeak-ng")
+    ffmpeg = _need("ffmpeg")
+    espeak = _need("espeak-ng") if any(s.text and s.voice and not s.audio for s in scenes) else ""
     out_path = Path(out_path)
     timings: list[SceneTiming] = []
     with tempfile.TemporaryDirectory(prefix="m3synth-") as tmp:
@@ -68,7 +71,11 @@ def build_episode(scenes: list[Scene], out_path: str | Path, *, width: int = 128
         for i, scene in enumerate(scenes):
             speech = 0.0
             wav = tmpdir / f"s{i}.wav"
-            if scene.text and scene.voice:
+            if scene.audio:
+                subprocess.run([ffmpeg, "-y", "-loglevel", "error", "-i", scene.audio, "-ac", "1", str(wav)],
+                               check=True, capture_output=True)
+                speech = _wav_seconds(wav)
+            elif scene.text and scene.voice:
                 subprocess.run([espeak, "-v", scene.voice, "-s", "150", "-w", str(wav), scene.text],
                                check=True, capture_output=True)
                 speech = _wav_seconds(wav)

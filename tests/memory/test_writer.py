@@ -43,3 +43,42 @@ def test_videos_stored_before_fingerprints_match_by_path_and_duration(kitchen):
     assert claim(kitchen, "kitchen", "cccc", path="kitchen.mp4", duration=120.0) == video
     assert kitchen.store.video_meta(video)["fingerprint"] == "cccc"  # recorded from now on
     assert claim(kitchen, "kitchen", "dddd", path="kitchen.mp4", duration=120.0) != video
+
+
+def test_a_voice_found_twice_folds_into_one_and_its_tags_still_resolve(kitchen, db_path, embedder):
+    from m3agent.config import MemoryConfig
+    from m3agent.memory import MemoryGraph
+    from tests.conftest import rand_vec
+
+    video, alice = kitchen.video, kitchen.ids["alice_voice"]
+    with kitchen.clip(video, 4, 120, 150) as b:
+        again = b.voice([rand_vec(5, 256), rand_vec(6, 256)], segments=[(121.0, 124.0, "the soup is ready")])
+        b.episodic(f'At 02:01 <voice_{again}> says: "the soup is ready"')
+        b.semantic(f"<voice_{again}> likes soup")
+    kept = kitchen.fold_entities([(again, alice)], at_clip=4)
+    assert kept[alice].shape == (3, 256)  # the best of both nodes' evidence (here: all of it)
+    cmap = kitchen.characters(video)
+    character = cmap.character_of(alice)
+    assert cmap.character_of(again) == character and again not in cmap.members[character]
+    assert cmap.translate(f"<voice_{again}> likes soup") == f"<character_{character}> likes soup"
+    assert cmap.entity_ids(f"<voice_{again}>") == [alice]
+    exported = kitchen.export(video)
+    voices = [n for n in exported["nodes"] if n["kind"] == "voice"]
+    assert [v["id"] for v in voices] == [alice]
+    assert {s["text"] for s in voices[0]["segments"]} == {"hi I am Alice", "the soup is ready"}
+    assert kitchen.store.texts_linked_to([again]) == []
+    soup = [n for n in exported["nodes"] if n["text"] == f"<voice_{again}> likes soup"]
+    assert soup[0]["entities"] == [alice]
+    kitchen.close()
+    reopened = MemoryGraph.open(db_path, MemoryConfig(), embedder=embedder)  # the fold is stored
+    assert reopened.characters(video).character_of(again) == character
+    assert reopened.names(video)[character] == "Alice"
+    reopened.forget(video, "Alice")
+    assert reopened.store.merged_entities(video) == {}
+    assert "voice_" + str(again) not in str(reopened.export(video))
+    reopened.close()
+
+
+def test_folding_refuses_nodes_of_different_kinds(kitchen):
+    with pytest.raises(ValueError, match="not two stored entities of one kind"):
+        kitchen.fold_entities([(kitchen.ids["alice_voice"], kitchen.ids["bob_face"])], at_clip=3)

@@ -93,7 +93,7 @@ def test_queries_from_several_threads_leave_every_thread_its_count():
 
     import torch
 
-    from m3agent.models.embed.sentence_transformers import one_torch_thread
+    from m3agent.models.torch_threads import one_torch_thread
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)

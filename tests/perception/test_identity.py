@@ -51,3 +51,26 @@ def test_dlib_separates_the_shared_photos():
                 assert backend.distance(x, vecs[0])[0, 0] > thr
     group = backend.detect(np.asarray(Image.open(FACES / "two_people.jpg").convert("RGB")))
     assert len(group) == 2
+
+
+def test_average_linkage_weighs_every_snapshot():
+    # a node whose snapshots are mostly like the group but partly not: the median ignores the rest, the
+    # mean (voices) does not
+    x, y = [1.0, 0.0], [0.0, 1.0]
+    node = {1: np.array([x, x, x, y, y])}
+    assert IdentityBank(0.3, cosine_distance, node).match(np.array([x])) == 1
+    assert IdentityBank(0.3, cosine_distance, node, linkage="average").match(np.array([x])) is None
+    assert IdentityBank(0.5, cosine_distance, node, linkage="average").match(np.array([x])) == 1
+    with pytest.raises(ValueError, match="linkage"):
+        IdentityBank(0.3, cosine_distance, node, linkage="centroid")
+
+
+def test_twins_fold_later_nodes_into_earlier_ones_closest_first():
+    x, y = np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, 1.0, 0.0]])
+    near_x = np.array([[0.95, 0.05, 0.0]])
+    bank = IdentityBank(0.1, cosine_distance, {3: x, 7: near_x, 9: y, 12: x + 0.01}, linkage="average")
+    assert bank.twins(lambda a, b: 0.1) == [(12, 3), (7, 3)]
+    # evidence moves the bar: nodes 3 and 7 seen with different faces need to be closer
+    assert bank.twins(lambda a, b: 0.0 if {a, b} == {3, 7} else 0.1) == [(12, 3)]
+    bank.fold(12, 3, np.concatenate([x, x + 0.01]))
+    assert set(bank.snapshots) == {3, 7, 9} and len(bank.snapshots[3]) == 2

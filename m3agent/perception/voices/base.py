@@ -10,7 +10,8 @@ import numpy as np
 class VoiceBackend(ABC):
     name: str
     dim: int
-    same_speaker_cosine: float  # averaged embeddings at or above this are one speaker
+    same_speaker_cosine: float  # a segment (or group) and a voice node whose mean cosine reaches this are one speaker
+    pair_cosine: float = 0.0  # two single segments of one clip group only from this (0: same_speaker_cosine)
 
     @classmethod
     def from_config(cls, config) -> VoiceBackend:
