@@ -81,11 +81,11 @@ def segment_stats(backend) -> dict:
     return {"pieces": out, "ms_per_segment": 1000 * spent / count}
 
 
-def speech_scenes(per_speaker: int):
+def speech_scenes(per_speaker: int, speakers: int = 6):
     """The speakers take turns: utterance k of every speaker, then k + 1, each under its speaker's photo."""
     from m3agent.samples.synth import Scene
 
-    speakers = utterances()
+    speakers = dict(list(utterances().items())[:speakers])
     scenes = []
     for k in range(per_speaker):
         for (spk, paths), photo in zip(speakers.items(), PHOTOS):
