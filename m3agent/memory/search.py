@@ -34,7 +34,7 @@ from m3agent.memory.model import DECLARATIVE_KINDS, NodeKind
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.tags import is_equivalence
 from m3agent.memory.vectors import LineHits, TextVectors
-from m3agent.memory.visibility import NEVER, node_visible
+from m3agent.memory.visibility import NEVER, visible
 
 CHARACTER_ID_QUERY = re.compile(r"\bcharacter[\s_-]*ids?\b", re.IGNORECASE)
 
@@ -284,9 +284,10 @@ def _clip_hit(store: SQLiteStore, video_id, clip, score, cmap: CharacterMap, nam
               kinds=DECLARATIVE_KINDS) -> ClipHit:
     start, end = store.clip_spans(video_id, [clip]).get(clip, (float("nan"), float("nan")))
     lines = [
-        cmap.translate(n.text)
-        for n in store.text_nodes(video_id, clips=[clip], kinds=kinds)
-        if not is_equivalence(n.text) and node_visible(n, before_clip)
+        cmap.translate(text) if "<" in text else text
+        for text, at, valid_from, dead in store.clip_lines(video_id, clip, kinds)
+        if visible(at, at if valid_from is None else valid_from, NEVER if dead is None else dead, before_clip)
+        and not is_equivalence(text)
     ]
     return ClipHit(video_id, names.get(video_id, str(video_id)), clip, start, end, score, lines)
 

@@ -480,10 +480,15 @@ class SQLiteStore:
             c.execute("UPDATE videos SET meta = ? WHERE id = ?", (json.dumps(meta), video_id))
 
     def videos(self) -> list[Video]:
-        return [
-            Video(int(r[0]), r[1], r[2], r[3], float(r[4]))
-            for r in self.conn.execute("SELECT id, name, path, duration, clip_seconds FROM videos ORDER BY id")
-        ]
+        """Every video, by id; kept until this connection or another one writes (every search asks)."""
+        key = (self.conn.total_changes, self.conn.execute("PRAGMA data_version").fetchone()[0])
+        cached = self.__dict__.get("_videos_cache")
+        if cached is None or cached[0] != key:
+            cached = self._videos_cache = (key, [
+                Video(int(r[0]), r[1], r[2], r[3], float(r[4]))
+                for r in self.conn.execute("SELECT id, name, path, duration, clip_seconds FROM videos ORDER BY id")
+            ])
+        return list(cached[1])
 
     def clips(self, video_id: int) -> list[Clip]:
         return [
@@ -600,6 +605,14 @@ class SQLiteStore:
                 )
         results.sort(key=lambda n: n.id)
         return results
+
+    def clip_lines(self, video_id: int, clip: int, kinds: Sequence[NodeKind] = DECLARATIVE_KINDS,
+                   ) -> list[tuple[str, int, int | None, int | None]]:
+        """``(text, clip, valid_from, invalidated_at)`` of one clip's lines of these kinds, in id order: what a
+        search shows of a clip (one indexed lookup, no entity links)."""
+        q = ("SELECT text, clip, valid_from, invalidated_at FROM nodes"
+             f" WHERE video_id = ? AND clip = ? AND kind IN {sql_kinds(kinds)} ORDER BY id")
+        return self.conn.execute(q, (int(video_id), int(clip))).fetchall()
 
     def text_vector_rows(self, video_id: int | None = None, after_id: int = -1,
                          ) -> Iterator[tuple[int, int, int, int, int, int | None, bytes]]:

@@ -159,6 +159,7 @@ class TextVectors:
         self._ann_dirty = False
         self.filed = 0  # lines the vector file holds (rewritten when far behind: see :meth:`save_file`)
         self._file_vectors = np.zeros((0, dim), np.float32)  # the mapped file's vectors, in its row order
+        self._flat: dict[str, np.ndarray] | None = None  # every line's filter facts by id (see :meth:`_facts`)
 
     # ------------------------------------------------------------------ loading and updates
     @classmethod
@@ -247,6 +248,29 @@ class TextVectors:
         hit = self.where.get(node_id)
         if hit is not None:
             self.videos[hit[0]].dead_at[hit[1]] = NEVER if at_clip is None else at_clip
+            if self._flat is not None:
+                pos = int(np.searchsorted(self._flat["id"], node_id))
+                if pos < len(self._flat["id"]) and self._flat["id"][pos] == node_id:
+                    self._flat["dead_at"][pos] = NEVER if at_clip is None else at_clip
+
+    def _facts(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Where each of ``ids`` is in one id-sorted table of every line's video, clip, kind and validity
+        (built at the first ANN search, so that candidates are filtered without a loop), and whether it is
+        there: lines added later are not (the caller looks those up one by one)."""
+        if self._flat is None:
+            parts = [(v, vv) for v, vv in self.videos.items() if len(vv)]
+            flat = {"id": np.concatenate([vv.index.ids for _, vv in parts]) if parts else np.zeros(0, np.int64),
+                    "video": np.concatenate([np.full(len(vv), v, np.int64) for v, vv in parts]) if parts
+                    else np.zeros(0, np.int64)}
+            for name in ("clip", "kind", "valid_from", "dead_at"):
+                flat[name] = np.concatenate([getattr(vv, name) for _, vv in parts]) if parts else np.zeros(0, np.int32)
+            order = np.argsort(flat["id"], kind="stable")
+            self._flat = {name: column[order] for name, column in flat.items()}
+        flat = self._flat
+        if not len(flat["id"]):
+            return np.zeros(len(ids), np.int64), flat | {"found": np.zeros(len(ids), bool)}
+        pos = np.minimum(np.searchsorted(flat["id"], ids), len(flat["id"]) - 1)
+        return pos, {"found": flat["id"][pos] == ids}
 
     def vectors_of(self, ids: np.ndarray) -> np.ndarray:
         """The vectors of these lines, in order: one gather from the mapped file for the lines it holds."""
@@ -273,9 +297,12 @@ class TextVectors:
     def _load_sidecar(self) -> None:
         if not self.sidecar or not os.path.exists(self.sidecar):
             return
-        from m3agent.memory.index.ivf import IVFIndex
+        from m3agent.memory.index.ivf import IVFIndex, current, read_header
 
         try:
+            if not current(read_header(self.sidecar)):
+                log.info("vector index %s was built by an older version; it will be rebuilt", self.sidecar)
+                return
             ann = IVFIndex.load(self.sidecar)
         except Exception as exc:  # a damaged cache is rebuilt, never trusted
             log.warning("ignoring unreadable vector index %s: %s", self.sidecar, exc)
@@ -449,25 +476,37 @@ class TextVectors:
         return LineHits(ids[order], vids[order], clips[order], scores[order], complete)
 
     def _ann_lines(self, queries, scope: set[int], before_clip, want, n_scope, kinds) -> LineHits | None:
-        """ANN candidates filtered to scope and visibility; None when the filter is too selective."""
+        """ANN candidates filtered to scope and visibility, re-scored exactly (one gather from the mapped
+        vectors for every query variant); None when the filter is too selective."""
         n_all = len(self)
-        fetch = max(4 * want, 64)
+        fetch = max(want, 64)
+        wanted = set(kinds)
         while True:
-            _, cand = self.ann.search(queries, min(fetch, n_all))
+            cand = self.ann.candidates(queries, fetch * self.ann.refine_factor)  # first: shortlist(want)
             ids = np.unique(cand[cand >= 0])
-            keep_ids, keep_vid, keep_clip = [], [], []
-            for node_id, hit in zip(ids.tolist(), self.where.get_many(ids)):
-                if hit is None or hit[0] not in scope:
+            pos, found = self._facts(ids)
+            found, flat = found["found"], self._flat
+            video, clip = flat["video"][pos], flat["clip"][pos]
+            ok = found & np.isin(flat["kind"][pos], np.asarray(sorted(wanted), np.int8))
+            ok &= visible(clip, flat["valid_from"][pos], flat["dead_at"][pos], before_clip)
+            everywhere = len(scope) == len(self.videos)
+            if not everywhere:
+                ok &= np.isin(video, np.fromiter(scope, np.int64, len(scope)))
+            keep_ids, keep_vid, keep_clip = ids[ok].tolist(), video[ok].tolist(), clip[ok].tolist()
+            later = ids[~found]  # lines added after the table was built
+            for node_id, hit in zip(later.tolist(), self.where.get_many(later)):
+                if hit is None or (not everywhere and hit[0] not in scope):
                     continue
                 video_id, row = hit
                 vv = self.videos[video_id]
-                if vv.kind[row] not in kinds or not visible(vv.clip[row], vv.valid_from[row], vv.dead_at[row],
-                                                            before_clip):
+                clip = int(vv.clip[row])
+                if int(vv.kind[row]) not in wanted or not visible(clip, int(vv.valid_from[row]),
+                                                                  int(vv.dead_at[row]), before_clip):
                     continue
                 keep_ids.append(node_id)
                 keep_vid.append(video_id)
-                keep_clip.append(vv.clip[row])
-            exhausted = fetch >= n_all
+                keep_clip.append(clip)
+            exhausted = cand.shape[1] >= n_all
             if len(keep_ids) >= want or exhausted:
                 break
             if fetch * 4 > n_scope and n_scope < n_all / 4:

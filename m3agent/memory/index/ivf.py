@@ -1,8 +1,11 @@
-"""Approximate search for large memories: faiss IVF with 8-bit scalar-quantised codes.
+"""Approximate search for large memories: faiss IVF with 4-bit product-quantised codes scanned in SIMD
+registers ("fast scan", :data:`CODEC`; dim/4 bytes a vector), or 8-bit scalar codes for small memories.
 
-Coarse lists are scanned for ``nprobe`` centroids; candidates are re-scored exactly by the owner
-(``refine``), so the codes only have to rank the right vectors into a short list. ``nprobe`` is
-calibrated at build time on the data itself to reach a target recall@10 against exact search.
+Coarse lists are scanned for ``nprobe`` centroids; a short list (:meth:`IVFIndex.shortlist`) of candidates
+is re-scored exactly by the owner (``refine``, from the memory-mapped vectors), so the codes only have to rank
+the right vectors into it. ``nprobe`` is calibrated at build time on the data itself to reach a target
+recall@10 against exact search. An index file without the ``codec`` of this code (an older 8-bit one, ten
+times slower to scan) is not used: it is rebuilt like one of another DB state (:func:`current`).
 
 The file is faiss's own serialization followed by a trailer (JSON header, its u32 length, ``_MAGIC``), so that
 faiss can memory-map its inverted lists on open (a few milliseconds at 1M lines instead of reading 400 MB);
@@ -25,6 +28,10 @@ _MAGIC = b"M3IVF002"  # at the end of the file
 _LEGACY_MAGIC = b"M3IVF001"  # at the start, the faiss index after the header
 _TRAILER = struct.Struct("<I8s")
 NPROBE_STEPS = (4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+CODEC = "pq4fs"  # IVF + PQ with 4-bit codes, fast scan; "sq8" (IVF + 8-bit scalar codes) below PQ_MIN_LINES
+PQ_MIN_LINES = 4096  # fewer lines train 16-centroid sub-quantizers poorly; their scan is cheap anyway
+#: candidates re-scored exactly per result wanted (at least 64 wanted: :meth:`IVFIndex.shortlist`)
+REFINE_FACTOR = {"pq4fs": 8, "sq8": 4}
 
 Refine = Callable[[np.ndarray], np.ndarray]  # ids -> their exact vectors (rows in id order)
 
@@ -33,15 +40,28 @@ def choose_nlist(n: int) -> int:
     return int(min(8192, max(16, 2 * math.sqrt(max(n, 1)))))
 
 
+def pq_subquantizers(dim: int) -> int:
+    """Sub-quantizers of a 4-bit PQ for ``dim``: a 4-dimensional block each where ``dim`` allows."""
+    for size in (4, 2, 3, 6, 8, 1):
+        if dim % size == 0:
+            return dim // size
+    return dim
+
+
+def current(meta: dict) -> bool:
+    """Whether an index file's header says it was built with a codec of this code (older files have none)."""
+    return meta.get("codec") in REFINE_FACTOR
+
+
 class IVFIndex(VectorIndex):
-    def __init__(self, dim: int, nlist: int = 0, nprobe: int = 0, refine_factor: int = 4):
+    def __init__(self, dim: int, nlist: int = 0, nprobe: int = 0, refine_factor: int = 0):
         import faiss
 
         self._faiss = faiss
         self.dim = dim
         self.nlist = nlist
         self.nprobe = nprobe or 32
-        self.refine_factor = refine_factor
+        self.refine_factor = refine_factor or REFINE_FACTOR["sq8"]
         self.refine: Refine | None = None
         self.meta: dict = {}
         self._index = None
@@ -58,10 +78,17 @@ class IVFIndex(VectorIndex):
         self.nlist = min(self.nlist or choose_nlist(n), max(1, n))  # k-means needs a point per list
         rng = np.random.default_rng(seed)
         sample = vectors[rng.choice(n, size=min(n, 40 * self.nlist), replace=False)]
-        quantizer = faiss.IndexFlatIP(self.dim)
-        index = faiss.IndexIVFScalarQuantizer(
-            quantizer, self.dim, self.nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-        )
+        codec = CODEC if n >= PQ_MIN_LINES else "sq8"
+        if codec == "pq4fs":
+            index = faiss.index_factory(self.dim, f"IVF{self.nlist},PQ{pq_subquantizers(self.dim)}x4fs",
+                                        faiss.METRIC_INNER_PRODUCT)
+        else:
+            quantizer = faiss.IndexFlatIP(self.dim)
+            index = faiss.IndexIVFScalarQuantizer(
+                quantizer, self.dim, self.nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+            )
+        self.meta["codec"] = codec
+        self.refine_factor = REFINE_FACTOR[codec]
         index.cp.niter = 10
         index.cp.seed = seed
         if progress:
@@ -133,13 +160,31 @@ class IVFIndex(VectorIndex):
         self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim),
                                  np.asarray(ids, dtype=np.int64))
 
+    def shortlist(self, k: int) -> int:
+        """How many candidates to re-score exactly for the best ``k`` (what :meth:`search` and the owner's
+        filtered search take, and what ``nprobe`` is calibrated with)."""
+        return max(k, 64) * self.refine_factor
+
+    def candidates(self, queries: np.ndarray, n: int) -> np.ndarray:
+        """The ``n`` best ids of each query by their codes, ``(queries, n)``, padded with -1."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
+        if self._index is None or len(self) == 0:
+            return np.full((len(queries), 0), -1, np.int64)
+        self._index.nprobe = self.nprobe
+        threads = self._faiss.omp_get_max_threads()
+        self._faiss.omp_set_num_threads(1)  # a few queries: threads cost more to start than they save
+        try:
+            return self._index.search(queries, min(n, len(self)))[1]
+        finally:
+            self._faiss.omp_set_num_threads(threads)
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         queries = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
         if self._index is None or len(self) == 0:
             return pad_topk(np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64), k)
         self._index.nprobe = self.nprobe
-        fetch = k * self.refine_factor if self.refine is not None else k
-        scores, ids = self._index.search(queries, fetch)
+        fetch = self.shortlist(k) if self.refine is not None else k
+        scores, ids = self._index.search(queries, min(fetch, len(self)))
         if self.refine is None:
             return pad_topk(scores, ids, k)
         out_s = np.full((len(queries), k), -np.inf, dtype=np.float32)
@@ -179,6 +224,7 @@ class IVFIndex(VectorIndex):
             header, legacy = _read_header(fh)
             index = cls(int(header["dim"]), int(header["nlist"]), int(header["nprobe"]))
             index.meta = {k: v for k, v in header.items() if k not in ("nlist", "nprobe", "dim")}
+            index.refine_factor = REFINE_FACTOR.get(index.meta.get("codec"), REFINE_FACTOR["sq8"])
             if legacy:
                 index._index = index._faiss.read_index(index._faiss.PyCallbackIOReader(fh.read))
                 index.legacy = True
