@@ -75,7 +75,7 @@ def run(minutes: float, repeat: int = 3) -> dict:
     runs.sort(key=lambda r: r[0])
     _, report, pure = runs[len(runs) // 2]
     pc = config.memorize.perception
-    return {"face_backend": pc.face_backend, "max_side": pc.max_side,
+    return {"face_backend": pc.face_backend, "voice_backend": pc.voice_backend, "max_side": pc.max_side,
             "video_seconds": report.duration, "render_s": render_s, "model_load_s": load_s, "repeat": repeat,
             "all_seconds": [round(r[0], 2) for r in runs], **report.to_dict(), **pure}
 
@@ -111,8 +111,8 @@ def render(r: dict, previous: str = "") -> str:
     return f"""## Memorization: real-time factor and identity purity (`bench/perf_memorize.py`)
 
 Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_memorize.py --write docs/BENCHMARKS.md`.
-Python {platform.python_version()}; embedded stack: {faces}, Resemblyzer voices, Silero VAD + Whisper
-tiny.en (int8), MiniLM text embeddings; 1 fps, 30-s clips, frames decoded at most {r.get('max_side', 960)} px.
+Python {platform.python_version()}; embedded stack: {faces}, {r.get('voice_backend', 'campp')} voices, Silero VAD + Whisper
+tiny.en (int8, one window per clip), MiniLM text embeddings; 1 fps, 30-s clips, frames decoded at most {r.get('max_side', 960)} px.
 
 Video: {minutes:.1f} min of 1280x720 H.264 rendered from the fixture script ({r['people']} people, real photos,
 espeak-ng voices). Models load once in {r['model_load_s']:.1f} s (not counted below).

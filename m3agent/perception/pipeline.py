@@ -255,9 +255,25 @@ class Perceiver:
             usable.append(u)
         if not usable:
             return []
-        groups = cluster(np.stack([u.embedding for u in usable]), self.voice_pair_threshold, cosine_distance)
-        tracks = [VoiceTrack([usable[i] for i in g]) for g in groups]
-        tracks = _assign(tracks, bank)
+        # a known voice is recognised segment by segment against all its node keeps; only the rest is grouped
+        # (two single segments are weak evidence: grouping first let one speaker's fragment ride along with
+        # another's sentence into the wrong node)
+        known: dict[int, VoiceTrack] = {}
+        rest = []
+        for u in usable:
+            node = bank.match(u.embedding[None])
+            if node is None:
+                rest.append(u)
+            else:
+                known.setdefault(node, VoiceTrack([], node)).utterances.append(u)
+        tracks = list(known.values())
+        if rest:
+            groups = cluster(np.stack([u.embedding for u in rest]), self.voice_pair_threshold, cosine_distance)
+            for track in _assign([VoiceTrack([rest[i] for i in g]) for g in groups], bank):
+                if track.node_id in known:  # together the rest matched a voice already heard here
+                    known[track.node_id].utterances.extend(track.utterances)
+                else:
+                    tracks.append(track)
         # a short fragment (a sentence cut by the clip boundary) may join a known voice, never found one
         tracks = [tr for tr in tracks if tr.node_id is not None or
                   sum(u.end - u.start for u in tr.utterances) >= self.config.min_new_voice_seconds]

@@ -31,7 +31,7 @@ NPROBE_STEPS = (4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 CODEC = "pq4fs"  # IVF + PQ with 4-bit codes, fast scan; "sq8" (IVF + 8-bit scalar codes) below PQ_MIN_LINES
 PQ_MIN_LINES = 4096  # fewer lines train 16-centroid sub-quantizers poorly; their scan is cheap anyway
 #: candidates re-scored exactly per result wanted (at least 64 wanted: :meth:`IVFIndex.shortlist`)
-REFINE_FACTOR = {"pq4fs": 8, "sq8": 4}
+REFINE_FACTOR = {"pq4fs": 12, "sq8": 4}
 
 Refine = Callable[[np.ndarray], np.ndarray]  # ids -> their exact vectors (rows in id order)
 
