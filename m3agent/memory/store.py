@@ -16,7 +16,7 @@ import threading
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -370,11 +370,20 @@ class SQLiteStore:
             if self._depth or self.conn.in_transaction:
                 yield
                 return
-            self.conn.execute("BEGIN")
+            try:
+                self.conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc) from exc
             try:
                 yield
-            finally:
+            except BaseException:
+                with suppress(sqlite3.Error):  # the reads' own error (a corrupt page) is the one to report
+                    self.conn.execute("ROLLBACK")
+                raise
+            try:
                 self.conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc) from exc
 
     def integrity_check(self) -> list[str]:
         rows = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
