@@ -15,6 +15,7 @@ import re
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -53,6 +54,7 @@ def run(minutes: float, repeat: int = 3) -> dict:
     from m3agent import factory
     from m3agent.config import load_config
     from m3agent.memorize import memorize_video
+    from m3agent.perception.pipeline import Perceiver
     from m3agent.samples.episode import scenes
     from m3agent.samples.synth import build_episode
 
@@ -75,9 +77,16 @@ def run(minutes: float, repeat: int = 3) -> dict:
     runs.sort(key=lambda r: r[0])
     _, report, pure = runs[len(runs) // 2]
     pc = config.memorize.perception
+    # once more with every frame searched whole: what footage that changes everywhere every second costs
+    whole = Perceiver(perceiver.faces, perceiver.voices, perceiver.asr, replace(pc, face_search_changes=False))
+    graph = factory.open_memory(tmp / "whole.db", config, embedder=embedder, create=True)
+    whole_report = memorize_video(tmp / "episode.mp4", graph, whole, memorizer, config.memorize)
+    graph.close()
     return {"face_backend": pc.face_backend, "voice_backend": pc.voice_backend, "max_side": pc.max_side,
             "video_seconds": report.duration, "render_s": render_s, "model_load_s": load_s, "repeat": repeat,
-            "all_seconds": [round(r[0], 2) for r in runs], **report.to_dict(), **pure}
+            "all_seconds": [round(r[0], 2) for r in runs], **report.to_dict(), **pure,
+            "whole_frames": {"realtime_factor": whole_report.realtime_factor, "seconds": whole_report.seconds,
+                             "faces_s": whole_report.stage_seconds.get("faces", 0.0)}}
 
 
 FACE_STACKS = {"retinaface": "RetinaFace (full frame) + dlib ResNet faces", "dlib": "dlib HOG (960 px) + ResNet faces"}
@@ -120,9 +129,15 @@ espeak-ng voices). Models load once in {r['model_load_s']:.1f} s (not counted be
 **{r['realtime_factor']:.1f}x real time**, median of {r['repeat']} runs ({r['seconds']:.1f} s for
 {r['video_seconds']:.0f} s of video; all runs: {', '.join(f'{x:.1f} s' for x in r['all_seconds'])}; i.e.
 {60 / max(r['realtime_factor'], 1e-9):.1f} min per hour of video). {previous} Stage times add up to more than the total because
-they overlap: the next clip decodes in a thread ("decode (wait)" is only the time spent waiting for it) and speech
-(ASR, voices) runs in a thread beside faces. The scenes are still photos; real footage with more faces per
-frame and shorter face tracks costs more face time per minute.
+they overlap: the next clip decodes in a thread ("decode (wait)" is only the time spent waiting for it), faces and
+speech have workers of their own, and a worker done with this clip goes on to the next clip's faces or speech (two
+clips' faces, or two clips' speech, may be under way at once), so stage times include waiting for a core.
+
+The scenes are still photos, so after each clip's first frame faces are searched only where a frame changed
+(`memorize.perception.face_search_changes`). Every frame searched whole (what footage that changes everywhere every
+second costs, a moving camera or constant cuts): **{r['whole_frames']['realtime_factor']:.1f}x real time** (one run,
+faces {r['whole_frames']['faces_s'] / minutes:.2f} s per minute of video). Real footage with more faces per frame
+and shorter face tracks costs more face time per minute.
 
 | stage | total | per minute of video |
 |---|---|---|

@@ -91,6 +91,7 @@ class PerceptionConfig:
     face_min_size: int = 0  # smaller boxes are dropped as noise: retinaface 16 px, dlib and insightface 40 px
     face_max_side: int = 0  # faces are looked for at most this large: retinaface 1280, dlib 960
     face_min_embed_size: int = 30  # smaller faces are counted as seen, never identified (no embedding)
+    face_search_changes: bool = True  # after a clip's first frame, detect faces only where the frame changed
     face_distance: float = 0.0
     voice_backend: str = "campp"  # or "resemblyzer" (GE2E, 256-d)
     voice_cosine: float = 0.0  # 0: the backend's calibrated same-speaker cosine

@@ -132,18 +132,18 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
     try:
         stream = iter_clips(path, pc.clip_seconds, pc.fps, start_clip=first, max_side=pc.max_side, info=info,
                             decoder=pc.decoder)
-        clips = prefetch(stream)
+        clips = (clip for clip in prefetch(stream) if clip.index not in done)
+        upcoming = None
         while True:
             emit({"event": "stage", "clip": first + report.clips_done, "stage": "decode"})
             t0 = time.perf_counter()
-            clip = next(clips, None)
+            clip = upcoming if upcoming is not None else next(clips, None)
             if clip is None:
                 break
+            upcoming = next(clips, None)  # decoded meanwhile; its perception starts once a worker is free
             stages = {"decode (wait)": time.perf_counter() - t0}
-            if clip.index in done:
-                continue
             perception = perceiver.perceive(
-                clip, face_bank, voice_bank,
+                clip, face_bank, voice_bank, upcoming=upcoming,
                 on_stage=lambda stage, index=clip.index: emit({"event": "stage", "clip": index, "stage": stage}))
             stages.update(perception.seconds)
             emit({"event": "stage", "clip": clip.index, "stage": "memorize"})

@@ -7,9 +7,12 @@ timed, no embedding, no node) instead of founding or joining a face node."""
 
 from __future__ import annotations
 
+import hashlib
+import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +21,7 @@ from m3agent.config import PerceptionConfig
 from m3agent.media.clips import SAMPLE_RATE, MediaClip
 from m3agent.perception.asr.base import ASRBackend
 from m3agent.perception.faces.base import FaceBackend, FaceDetection, iou
+from m3agent.perception.faces.changes import ChangedRegionLocator
 from m3agent.perception.identity import IdentityBank, cluster, cosine_distance
 from m3agent.perception.voices.base import VoiceBackend
 
@@ -98,6 +102,8 @@ class Perceiver:
                  config: PerceptionConfig | None = None):
         self.faces, self.voices, self.asr = faces, voices, asr
         self.config = config or PerceptionConfig()
+        self._embedding = threading.Lock()
+        self._embeddings: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see ``_embed``
         self.face_threshold = self.config.face_distance or faces.same_person_distance
         match_cosine = self.config.voice_cosine or (voices.same_speaker_cosine if voices else 0.53)
         self.voice_threshold = 1.0 - match_cosine
@@ -125,45 +131,70 @@ class Perceiver:
         return bank.twins(threshold)
 
     def perceive(self, clip: MediaClip, face_bank: IdentityBank, voice_bank: IdentityBank,
-                 on_stage: Callable[[str], None] | None = None) -> ClipPerception:
-        """Faces in this thread while speech runs in another: the native libraries release the GIL,
-        so the two halves share the cores. ``on_stage`` hears each stage's name as it starts
-        ("faces", "speech", "voices"; the two halves overlap)."""
+                 on_stage: Callable[[str], None] | None = None, upcoming: MediaClip | None = None) -> ClipPerception:
+        """Faces and speech of ``clip`` in two worker threads (the native libraries release the GIL, so
+        the two halves share the cores), then identities from the banks. ``upcoming``: the clip that
+        comes next, if known: its bank-free work (face detection, speech recognition, voice embeddings)
+        is queued behind this clip's, so the worker that finishes first goes on to it instead of waiting
+        for the other. ``on_stage`` hears each stage's name as it starts ("faces", "speech", "voices";
+        stages that started ahead are told at once)."""
+        sensing = self._ahead if self._ahead is not None and self._ahead.clip is clip else self._sense(clip)
+        if self._ahead is not None and self._ahead is not sensing:
+            self._ahead.cancel()
+        self._ahead = self._sense(upcoming) if upcoming is not None else None
+        if on_stage is not None:
+            sensing.listen(on_stage)
         out = ClipPerception(clip)
-        stage = on_stage or (lambda name: None)
-        speech = None
-        if self.asr is not None and clip.audio.size:
-            speech = self._pool.submit(self._speech, clip, voice_bank, out, stage)
-        stage("faces")
+        (detections, out.small_faces), seconds = sensing.faces.result()
         t = time.perf_counter()
-        detections, out.small_faces = self._detect_and_embed(clip)
         out.faces = self._face_tracks(detections, face_bank)
-        out.seconds["faces"] = time.perf_counter() - t
-        if speech is not None:
-            speech.result()
+        out.seconds["faces"] = seconds + time.perf_counter() - t
+        if sensing.speech is not None:
+            out.utterances, usable, asr_s, voices_s = sensing.speech.result()
+            out.seconds["asr"] = asr_s
+            if self.voices is not None:
+                t = time.perf_counter()
+                out.voices = self._voice_tracks(usable, voice_bank)
+                out.seconds["voices"] = voices_s + time.perf_counter() - t
         return out
 
-    @property
-    def _pool(self):
-        if getattr(self, "_executor", None) is None:
+    _ahead: _Sensing | None = None
+
+    def _sense(self, clip: MediaClip) -> _Sensing:
+        """Queue ``clip``'s bank-free work on the workers (one for faces, one for speech)."""
+        sensing = _Sensing(clip)
+        sensing.faces = self._worker("faces", self.faces.concurrency).submit(self._timed_faces, clip, sensing)
+        if self.asr is not None and clip.audio.size:
+            sensing.speech = self._worker("speech", self.asr.concurrency).submit(self._speech, clip, sensing)
+        return sensing
+
+    def _worker(self, name: str, threads: int = 1):
+        workers = self.__dict__.setdefault("_workers", {})
+        if name not in workers:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-speech")
-        return self._executor
+            workers[name] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"m3-{name}")
+        return workers[name]
 
-    def _speech(self, clip: MediaClip, voice_bank: IdentityBank, out: ClipPerception,
-                stage: Callable[[str], None]) -> None:
-        stage("speech")
+    def _timed_faces(self, clip: MediaClip, sensing: _Sensing):
+        sensing.stage("faces")
+        t = time.perf_counter()
+        found = self._detect_and_embed(clip)
+        return found, time.perf_counter() - t
+
+    def _speech(self, clip: MediaClip, sensing: _Sensing):
+        """Utterances, those long enough to embed (embedded), and the seconds of recognition and embedding."""
+        sensing.stage("speech")
         t = time.perf_counter()
         segments = self.asr.transcribe(clip.audio, SAMPLE_RATE)
-        out.utterances = [Utterance(clip.start + s.start, min(clip.end, clip.start + s.end), s.text)
-                          for s in segments]
-        out.seconds["asr"] = time.perf_counter() - t
-        if self.voices is not None:
-            stage("voices")
-            t = time.perf_counter()
-            out.voices = self._voice_tracks(clip, out.utterances, voice_bank)
-            out.seconds["voices"] = time.perf_counter() - t
+        utterances = [Utterance(clip.start + s.start, min(clip.end, clip.start + s.end), s.text) for s in segments]
+        asr_s = time.perf_counter() - t
+        if self.voices is None:
+            return utterances, [], asr_s, 0.0
+        sensing.stage("voices")
+        t = time.perf_counter()
+        usable = self._embed_utterances(clip, utterances)
+        return utterances, usable, asr_s, time.perf_counter() - t
 
     def _detect_and_embed(self, clip: MediaClip) -> tuple[list[list[FaceDetection]], list[FaceDetection]]:
         """Faces of every frame, linked into short tracks by box overlap between consecutive frames,
@@ -176,9 +207,12 @@ class Perceiver:
         tracks: list[list[FaceDetection]] = []
         small: list[FaceDetection] = []
         previous: list[tuple[FaceDetection, list[FaceDetection]]] = []
+        locate = self.faces.locate
+        if self.config.face_search_changes and self.faces.local:
+            locate = ChangedRegionLocator(self.faces).locate
         for i, (frame, ft) in enumerate(zip(clip.frames, clip.frame_times)):
             current = []
-            for box, score in self.faces.locate(frame):
+            for box, score in locate(frame):
                 det = self.faces.detection(frame, box, score, i, ft, None)
                 if det.size < self.config.face_min_embed_size:
                     small.append(det)
@@ -219,8 +253,26 @@ class Perceiver:
         return float(self.faces.distance(a.embedding, b.embedding)[0, 0]) <= self.face_threshold
 
     def _embed(self, det: FaceDetection) -> None:
-        if not det.embedding.size:
-            det.embedding = self.faces.embed(det.frame, det.box)
+        """Embed ``det`` unless it is; a local backend's embedding of pixels seen before is reused (a face
+        that did not move between a track's ends, or between clips, is embedded once)."""
+        if det.embedding.size:
+            return
+        if not self.faces.local:
+            with self._embedding:
+                det.embedding = self.faces.embed(det.frame, det.box)
+            return
+        left, top, right, bottom = det.box
+        w, h = right - left, bottom - top  # the encoder looks at most half a face beyond the box
+        area = det.frame[max(0, top - h) : bottom + h, max(0, left - w) : right + w]
+        key = (det.box, det.frame.shape, hashlib.blake2b(np.ascontiguousarray(area).data, digest_size=16).digest())
+        with self._embedding:  # two clips' faces may be under way; embedders are not assumed thread-safe
+            if key in self._embeddings:
+                self._embeddings.move_to_end(key)
+            else:
+                self._embeddings[key] = self.faces.embed(det.frame, det.box)
+                if len(self._embeddings) > 256:
+                    self._embeddings.popitem(last=False)
+            det.embedding = self._embeddings[key]
 
     def _face_tracks(self, tracks: list[list[FaceDetection]], bank: IdentityBank) -> list[FaceTrack]:
         embedded = [(t, d) for t, track in enumerate(tracks) for d in track if d.embedding.size]
@@ -241,7 +293,8 @@ class Perceiver:
         faces = [FaceTrack(sorted(dets, key=lambda d: d.frame_index)) for _, dets in sorted(people.items())]
         return _assign(faces, bank)
 
-    def _voice_tracks(self, clip: MediaClip, utterances: list[Utterance], bank: IdentityBank) -> list[VoiceTrack]:
+    def _embed_utterances(self, clip: MediaClip, utterances: list[Utterance]) -> list[Utterance]:
+        """The utterances long enough to tell a voice by, each given its voice embedding."""
         usable = []
         for u in utterances:
             if u.end - u.start < self.config.min_segment_seconds:
@@ -253,6 +306,9 @@ class Perceiver:
                 continue
             u.embedding = self.voices.embed(seg, SAMPLE_RATE)
             usable.append(u)
+        return usable
+
+    def _voice_tracks(self, usable: list[Utterance], bank: IdentityBank) -> list[VoiceTrack]:
         if not usable:
             return []
         # a known voice is recognised segment by segment against all its node keeps; only the rest is grouped
@@ -283,6 +339,37 @@ class Perceiver:
             for u in track.utterances:
                 u.voice = index
         return tracks
+
+
+@dataclass
+class _Sensing:
+    """One clip's bank-free work, queued or under way in the perceiver's workers. Stages are recorded
+    as they start so that whoever attaches later still hears them."""
+
+    clip: MediaClip
+    faces: Future | None = None
+    speech: Future | None = None
+    started: list[str] = field(default_factory=list)
+    listener: Callable[[str], None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def stage(self, name: str) -> None:
+        with self.lock:
+            self.started.append(name)
+            listener = self.listener
+        if listener is not None:
+            listener(name)
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        with self.lock:
+            self.listener, started = listener, list(self.started)
+        for name in started:
+            listener(name)
+
+    def cancel(self) -> None:
+        for future in (self.faces, self.speech):
+            if future is not None:
+                future.cancel()
 
 
 def _assign(tracks, bank: IdentityBank):

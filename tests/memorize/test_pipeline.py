@@ -149,10 +149,10 @@ class _BankRecorder:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def perceive(self, clip, face_bank, voice_bank, on_stage=None):
+    def perceive(self, clip, face_bank, voice_bank, on_stage=None, upcoming=None):
         self.banks[clip.index] = [{node: snaps.copy() for node, snaps in bank.snapshots.items()}
                                   for bank in (face_bank, voice_bank)]
-        return self.inner.perceive(clip, face_bank, voice_bank, on_stage)
+        return self.inner.perceive(clip, face_bank, voice_bank, on_stage, upcoming)
 
 
 def same_evidence(a: np.ndarray, b: np.ndarray, exact: bool) -> bool:

@@ -17,6 +17,7 @@ class Segment:
 
 class ASRBackend(ABC):
     name: str
+    concurrency: int = 1  # how many ``transcribe`` calls may run at once (from different threads)
 
     @classmethod
     def from_config(cls, config) -> ASRBackend:

@@ -21,13 +21,17 @@ class FasterWhisperASR(ASRBackend):
     name = "faster-whisper"
 
     def __init__(self, model: str = "", device: str = "cpu", compute_type: str = "int8", language: str | None = "en",
-                 beam_size: int = 1, cpu_threads: int = 1, vad_filter: bool = True):
+                 beam_size: int = 1, cpu_threads: int = 1, vad_filter: bool = True, workers: int = 2):
         from faster_whisper import WhisperModel
 
         path = str(bundled_whisper_dir()) if not model else model
         if model and not Path(model).expanduser().exists():
             raise ModelNotFoundError(f"Whisper model directory not found: {model} (memorize.perception.asr_model)")
-        self._model = WhisperModel(path, device=device, compute_type=compute_type, cpu_threads=cpu_threads)
+        # two model workers: two clips' speech can be recognised at once, so when faces leave a core
+        # free, the next clip's speech takes it (the tiny model's weights are shared, ~40 MB)
+        self._model = WhisperModel(path, device=device, compute_type=compute_type, cpu_threads=cpu_threads,
+                                   num_workers=workers)
+        self.concurrency = workers
         self.language, self.beam_size, self.vad_filter = language, beam_size, vad_filter
         self.model_name = "tiny.en" if not model else Path(model).name
 

@@ -31,6 +31,12 @@ class FaceBackend(ABC):
     name: str
     dim: int
     same_person_distance: float
+    max_side: int = 0  # frames are looked at no larger than this (0: as they are)
+    # what ``locate`` and ``embed`` give depends only on the pixels near a face: a crop looked at with the
+    # whole frame's scale finds what the whole frame would there (frames that changed only in part are
+    # searched only there), and the same pixels around a box give the same embedding (it is reused)
+    local: bool = False
+    concurrency: int = 1  # how many ``locate`` calls may run at once (two clips' faces are then searched at once)
 
     @classmethod
     def from_config(cls, config) -> FaceBackend:
@@ -41,8 +47,13 @@ class FaceBackend(ABC):
         return cls(**{key: value for key, value in given.items() if value})
 
     @abstractmethod
-    def locate(self, frame: np.ndarray) -> list[tuple[tuple[int, int, int, int], float]]:
-        """Face boxes ``(left, top, right, bottom)`` with detector scores, filtered by score and size."""
+    def locate(self, frame: np.ndarray, scale: float | None = None) -> list[tuple[tuple[int, int, int, int], float]]:
+        """Face boxes ``(left, top, right, bottom)`` with detector scores, filtered by score and size.
+        ``scale``: look at ``frame`` resized by this factor (default: ``scale_for(frame.shape)``)."""
+
+    def scale_for(self, shape: tuple[int, ...]) -> float:
+        """The factor a frame of ``shape`` is resized by before detection: down to ``max_side``, never up."""
+        return min(1.0, self.max_side / max(shape[:2])) if self.max_side else 1.0
 
     @abstractmethod
     def embed(self, frame: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
@@ -65,6 +76,18 @@ class FaceBackend(ABC):
         a, b = np.atleast_2d(a), np.atleast_2d(b)
         d2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T
         return np.sqrt(np.maximum(d2, 0))
+
+
+def resized(frame: np.ndarray, scale: float) -> np.ndarray:
+    """``frame`` as contiguous uint8, resized by ``scale`` (bilinear) unless that is 1."""
+    frame = np.ascontiguousarray(frame, dtype=np.uint8)
+    if scale == 1.0:
+        return frame
+    from PIL import Image
+
+    h, w = frame.shape[:2]
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    return np.asarray(Image.fromarray(frame).resize(size, Image.BILINEAR))
 
 
 def sharpness(gray: np.ndarray) -> float:

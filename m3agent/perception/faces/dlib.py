@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from m3agent.models.bundled import bundled_dir
-from m3agent.perception.faces.base import FaceBackend
+from m3agent.perception.faces.base import FaceBackend, resized
 
 
 class DlibEncoder:
@@ -36,6 +36,7 @@ class DlibEncoder:
 class DlibFaceBackend(FaceBackend):
     name = "dlib"
     dim = 128
+    local = True
     same_person_distance = 0.55  # dlib: same person 0.07-0.52 on the shared photos, others >= 0.63
 
     def __init__(self, min_score: float = 0.5, upsample: int = 0, min_size: int = 40, max_side: int = 960):
@@ -45,15 +46,10 @@ class DlibFaceBackend(FaceBackend):
         self._encode = DlibEncoder()
         self.min_score, self.upsample, self.min_size, self.max_side = min_score, upsample, min_size, max_side
 
-    def locate(self, frame: np.ndarray) -> list[tuple[tuple[int, int, int, int], float]]:
-        frame = np.ascontiguousarray(frame, dtype=np.uint8)
+    def locate(self, frame: np.ndarray, scale: float | None = None) -> list[tuple[tuple[int, int, int, int], float]]:
         h, w = frame.shape[:2]
-        scale = min(1.0, self.max_side / max(h, w))
-        small = frame
-        if scale < 1.0:
-            from PIL import Image
-
-            small = np.asarray(Image.fromarray(frame).resize((int(w * scale), int(h * scale))))
+        scale = self.scale_for(frame.shape) if scale is None else scale
+        small = resized(frame, scale)
         rects, scores, _ = self._detector.run(small, self.upsample, 0.0)
         out = []
         for rect, score in zip(rects, scores):

@@ -53,8 +53,8 @@ class InsightFaceBackend(FaceBackend):
             self._cache_key, self._cache = key, self._app.get(np.ascontiguousarray(frame[:, :, ::-1]))
         return self._cache
 
-    def locate(self, frame: np.ndarray) -> list[tuple[tuple[int, int, int, int], float]]:
-        out = []
+    def locate(self, frame: np.ndarray, scale: float | None = None) -> list[tuple[tuple[int, int, int, int], float]]:
+        out = []  # buffalo_l resizes to its own det_size; ``scale`` is not used
         for face in self._faces(frame):
             box = tuple(int(v) for v in face.bbox)
             if face.det_score >= self.min_score and min(box[2] - box[0], box[3] - box[1]) >= self.min_size:

