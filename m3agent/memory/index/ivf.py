@@ -2,12 +2,12 @@
 registers ("fast scan", :data:`CODEC`; dim/4 bytes a vector), or 8-bit scalar codes for small memories.
 
 Coarse lists are scanned for ``nprobe`` centroids; a short list (:meth:`IVFIndex.shortlist`) of candidates
-is re-scored exactly by the owner (``refine``, from the memory-mapped vectors), so the codes only have to rank
-the right vectors into it. ``nprobe`` is calibrated at build time on the data itself to reach a target
+is re-scored by the owner (from the 8-bit copies in ``rerank``, then the best exactly, ``refine``), so the
+codes only have to rank the right vectors into it. ``nprobe`` is calibrated at build time on the data itself to reach a target
 recall@10 against exact search. An index file without the ``codec`` of this code (an older 8-bit one, ten
 times slower to scan) is not used: it is rebuilt like one of another DB state (:func:`current`).
 
-The file is faiss's own serialization followed by a trailer (JSON header, its u32 length, ``_MAGIC``), so that
+The file is faiss's own serialization, then the re-rank codes, then a trailer (JSON header, its u32 length, ``_MAGIC``), so that
 faiss can memory-map its inverted lists on open (a few milliseconds at 1M lines instead of reading 400 MB);
 files of the older layout (header first) are still read, whole.
 """
@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from m3agent.memory.index.base import VectorIndex, pad_topk
+from m3agent.memory.index.rerank import RerankCodes
 
 _MAGIC = b"M3IVF002"  # at the end of the file
 _LEGACY_MAGIC = b"M3IVF001"  # at the start, the faiss index after the header
@@ -49,8 +50,9 @@ def pq_subquantizers(dim: int) -> int:
 
 
 def current(meta: dict) -> bool:
-    """Whether an index file's header says it was built with a codec of this code (older files have none)."""
-    return meta.get("codec") in REFINE_FACTOR
+    """Whether an index file's header says it was built with a codec of this code and holds re-rank codes
+    (older files have neither)."""
+    return meta.get("codec") in REFINE_FACTOR and "rerank" in meta
 
 
 class IVFIndex(VectorIndex):
@@ -67,6 +69,7 @@ class IVFIndex(VectorIndex):
         self._index = None
         self._mapped = None  # the open file whose lists are memory-mapped: read-only until copied to memory
         self.legacy = False  # read from a file of the older layout (worth writing again)
+        self.rerank: RerankCodes | None = None  # 8-bit vectors to order a short list by (None in older files)
 
     # ------------------------------------------------------------------ build
     def build(self, ids: np.ndarray, vectors: np.ndarray, target_recall: float = 0.95,
@@ -98,6 +101,7 @@ class IVFIndex(VectorIndex):
             progress(f"adding {n} vectors")
         index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
         self._index = index
+        self.rerank = RerankCodes.encode(ids, vectors)
         if nprobe:
             self.nprobe = nprobe
         else:
@@ -157,8 +161,10 @@ class IVFIndex(VectorIndex):
         if self._index is None:
             raise RuntimeError("IVFIndex.add before build()")
         self._in_memory()
-        self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim),
-                                 np.asarray(ids, dtype=np.int64))
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        self._index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
+        if self.rerank is not None:
+            self.rerank.add(ids, vectors)
 
     def shortlist(self, k: int) -> int:
         """How many candidates to re-score exactly for the best ``k`` (what :meth:`search` and the owner's
@@ -211,8 +217,10 @@ class IVFIndex(VectorIndex):
     def save(self, path: str) -> None:
         self._in_memory()
         self._faiss.write_index(self._index, path)
-        header = json.dumps({**self.meta, "nlist": self.nlist, "nprobe": self.nprobe, "dim": self.dim}).encode()
         with open(path, "ab") as fh:
+            rerank = {"rerank": self.rerank.write(fh)} if self.rerank is not None else {}
+            header = json.dumps({**self.meta, "nlist": self.nlist, "nprobe": self.nprobe, "dim": self.dim,
+                                 **rerank}).encode()
             fh.write(header + _TRAILER.pack(len(header), _MAGIC))
 
     @classmethod
@@ -223,7 +231,9 @@ class IVFIndex(VectorIndex):
         try:
             header, legacy = _read_header(fh)
             index = cls(int(header["dim"]), int(header["nlist"]), int(header["nprobe"]))
-            index.meta = {k: v for k, v in header.items() if k not in ("nlist", "nprobe", "dim")}
+            index.meta = {k: v for k, v in header.items() if k not in ("nlist", "nprobe", "dim", "rerank")}
+            if "rerank" in header:
+                index.rerank = RerankCodes.map(path, header["rerank"])
             index.refine_factor = REFINE_FACTOR.get(index.meta.get("codec"), REFINE_FACTOR["sq8"])
             if legacy:
                 index._index = index._faiss.read_index(index._faiss.PyCallbackIOReader(fh.read))
