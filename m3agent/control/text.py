@@ -17,6 +17,8 @@ from m3agent.models.llm.base import answer_text
 
 _ACTION = re.compile(r"action\s*:\s*\[?\s*(answer|search)\s*\]?\s*(?:content\s*:\s*)?(.*)", re.IGNORECASE | re.DOTALL)
 _CONTENT = re.compile(r"content\s*:\s*(.*)", re.IGNORECASE | re.DOTALL)
+_LABEL = re.compile(r"^(?:(?:a|answer|content)\s*:\s*)+", re.IGNORECASE)  # echoed labels before the content
+_ECHO = re.compile(r"^question\s*:", re.IGNORECASE)  # the question copied back: no answer, no query
 _PLAIN_ANSWER = re.compile(r"^\W*(?:the\s+)?(?:final\s+)?answer\b(?:\s+is\b)?\s*[:\-]?\s*(.+)", re.IGNORECASE | re.DOTALL)
 #: the model must never write these; stopping there cuts small models' echoes of the prompt short
 STOP = ("\nQuestion:", "Search results for ")
@@ -36,7 +38,10 @@ def parse_action(text: str) -> tuple[str, str, bool]:
     if match:
         content = match.group(2).strip()
         inner = _CONTENT.search(content)
-        return match.group(1).lower(), (inner.group(1) if inner else content).strip(), False
+        content = _LABEL.sub("", (inner.group(1) if inner else content).strip()).strip()
+        if not content or _ECHO.match(content):  # nothing but labels, or the question copied back: no answer,
+            return "search", "", False  # and the question is searched again (see choose_query)
+        return match.group(1).lower(), content, False
     plain = _PLAIN_ANSWER.match(reply)
     if plain:  # "The answer is ...": small models answer without the format
         return "answer", plain.group(1).strip().strip('"').strip(), True

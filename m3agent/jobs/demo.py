@@ -50,7 +50,8 @@ def run_demo(workdir: str | Path, config, questions: list[str] | None = None, ou
             [Question(q) for q in asked], on_round=lambda number, _: bar.update(1))
     results = []
     for answer in answers:
-        out(f"\nQ: {answer.question}\nA: {answer.answer or '(no answer: ' + str(answer.error) + ')'}")
+        missing = f"(no answer: {answer.error})" if answer.error else f"(no answer in {config.control.max_rounds} rounds)"
+        out(f"\nQ: {answer.question}\nA: {answer.answer or missing}")
         searches = [r for r in answer.rounds if r.action == "search"]
         out(f"   {len(answer.rounds) - len(searches)} answer + {len(searches)} searches, {answer.seconds:.1f} s")
         evidence = best_evidence(answer, graph.embed_queries)

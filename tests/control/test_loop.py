@@ -12,6 +12,7 @@ from m3agent.control import (
     Question,
     parse_action,
 )
+from m3agent.control.text import choose_query
 from m3agent.models.llm.base import ChatError, ContextOverflowError, TransientChatError
 from m3agent.models.llm.scripted import ScriptedChat
 
@@ -36,6 +37,13 @@ def test_parse_action():
     assert parse_action("<think>Action: [Search] no</think>\nAction: [Answer]\nContent: Alice") == (
         "answer", "Alice", False)
     assert parse_action("action: answer content: Bob") == ("answer", "Bob", False)
+    # small models echo labels or the question: the labels go, an echo or a bare label is no reply
+    assert parse_action("Action: [Answer]\nContent: A: Peter's job is a chef.") == ("answer", "Peter's job is a chef.", False)
+    assert parse_action("Action: [Answer]\nContent: Answer: A: in the garage") == ("answer", "in the garage", False)
+    assert parse_action("Action: [Answer]\nContent: A man with a hat") == ("answer", "A man with a hat", False)
+    assert parse_action("Action: [Answer]\nContent: A:") == ("search", "", False)
+    assert parse_action("Action: [Answer]\nContent: Question: Where is it?") == ("search", "", False)
+    assert choose_query("", False, "Where is it?") == "Where is it?"
     assert parse_action("I think the fridge") == ("search", "I think the fridge", True)
     assert parse_action('The answer is: "the garage"') == ("answer", "the garage", True)
     assert parse_action("Answer - Alice") == ("answer", "Alice", True)
