@@ -161,7 +161,8 @@ class Perceiver:
     _ahead: _Sensing | None = None
 
     def _sense(self, clip: MediaClip) -> _Sensing:
-        """Queue ``clip``'s bank-free work on the workers (one for faces, one for speech)."""
+        """Queue ``clip``'s bank-free work on the workers: faces on one pool, speech on another (each as many
+        threads as its backend lets run at once, so two clips' faces or speech may be under way)."""
         sensing = _Sensing(clip)
         sensing.faces = self._worker("faces", self.faces.concurrency).submit(self._timed_faces, clip, sensing)
         if self.asr is not None and clip.audio.size:
