@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from m3agent.memory.errors import UnknownEntityError
 from m3agent.memory.model import TAG_OF_KIND, NodeKind
 from m3agent.memory.store import SQLiteStore
-from m3agent.memory.tags import is_equivalence, parse_tags, rewrite_tags, tag
+from m3agent.memory.tags import EQUIVALENCE_WORD, is_equivalence, parse_tags, rewrite_tags, tag
 from m3agent.memory.visibility import node_visible
 
 
@@ -48,10 +48,10 @@ class CharacterMap:
     def translate(self, text: str) -> str:
         """Rewrite ``<face_N>``/``<voice_N>`` to their ``<character_k>``; unknown tags stay."""
 
+        of = self._of
+
         def sub(kind: str, number: int) -> str | None:
-            if kind == "character":
-                return None
-            character = self._of.get(number)
+            character = None if kind == "character" else of.get(number)
             return None if character is None else tag("character", character)
 
         return rewrite_tags(text, sub)
@@ -127,6 +127,7 @@ def build_characters(entities: Mapping[int, NodeKind], equivalences: Iterable[Eq
 
 
 _CHARACTER_ID = re.compile(r"\s*<?\s*(?:character_)?(\d+)\s*>?\s*", re.IGNORECASE)
+NAME_WORDS = ("name", "called")  # every name statement holds one of these (a pre-filter for the patterns)
 _NAME_PATTERNS = [
     re.compile(r"^\s*(?P<tag><[a-z]+_\d+>)\s*(?:'s|’s)\s+name\s+is\s+(?P<name>[^.,;!?<>]+)", re.IGNORECASE),
     re.compile(r"^\s*the\s+name\s+of\s+(?P<tag><[a-z]+_\d+>)\s+is\s+(?P<name>[^.,;!?<>]+)", re.IGNORECASE),
@@ -187,7 +188,7 @@ class Characters:
                 if before_clip is None or first_clip <= before_clip
             }
             eq_nodes = [
-                n for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC)
+                n for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC, containing=EQUIVALENCE_WORD)
                 if is_equivalence(n.text) and node_visible(n, before_clip)
             ]
             weights = self.store.edges_of_text([n.id for n in eq_nodes])
@@ -209,10 +210,9 @@ class Characters:
         """Character number -> the name the memory's visible semantic lines give it."""
         key = (video_id, before_clip)
         if key not in self._names:
-            lines = [
-                (n.text, n.weight) for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC)
-                if node_visible(n, before_clip)
-            ]
+            found = {n.id: n for word in NAME_WORDS
+                     for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC, containing=word)}
+            lines = [(n.text, n.weight) for _, n in sorted(found.items()) if node_visible(n, before_clip)]
             self._names[key] = character_names(self.of(video_id, before_clip), lines)
         return dict(self._names[key])
 

@@ -274,7 +274,8 @@ def search_memory(ctx: SearchContext, query: str, *, video: int | str | None = N
     clips = []
     for (vid, clip), pos in chosen.items():
         of_clip = (ranked.video_ids == vid) & (ranked.clips == clip)
-        hit = _clip_hit(store, vid, clip, float(ranked.dense[of_clip].max()), cmap, names, before_clip, kinds)
+        video_map = ctx.characters.of(vid, before_clip) if all_videos else cmap  # a clip's tags are its video's
+        hit = _clip_hit(store, vid, clip, float(ranked.dense[of_clip].max()), video_map, names, before_clip, kinds)
         hit.rank_score, hit.lexical = float(ranked.fused[pos]), float(ranked.lexical[of_clip].max())
         clips.append(hit)
     return SearchResult(query, "clips", clips, len(variants))

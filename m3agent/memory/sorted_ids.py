@@ -26,7 +26,12 @@ class SortedIds:
                 table[self.ids] = np.arange(len(self.ids), dtype=np.int32)
                 self._table = table
             inside = (needles >= 0) & (needles < len(self._table))
-            pos = np.where(inside, self._table[np.clip(needles, 0, len(self._table) - 1)], -1)
-            return np.maximum(pos, 0).astype(np.int64), pos >= 0
+            if inside.all():
+                pos = self._table[needles]
+            else:
+                pos = np.full(len(needles), -1, np.int32)
+                pos[inside] = self._table[needles[inside]]
+            found = pos >= 0
+            return np.where(found, pos, 0), found
         pos = np.minimum(np.searchsorted(self.ids, needles), len(self.ids) - 1)
         return pos, self.ids[pos] == needles

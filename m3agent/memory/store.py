@@ -11,6 +11,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import sqlite3
 import threading
 import urllib.parse
@@ -583,10 +584,15 @@ class SQLiteStore:
         ids: Sequence[int] | None = None,
         kind: NodeKind | None = None,
         kinds: Sequence[NodeKind] = DECLARATIVE_KINDS,
+        containing: str | None = None,
     ) -> list[TextNode]:
         """Text nodes with their entity ids, in id order, filtered as asked (declarative lines unless
-        ``kind`` or ``kinds`` says otherwise)."""
+        ``kind`` or ``kinds`` says otherwise; with ``containing``, only lines holding that word in any
+        ASCII case: a cheap pre-filter for callers that then match a pattern)."""
         where, args = [f"n.kind IN {sql_kinds([kind] if kind is not None else kinds)}"], []
+        if containing is not None:
+            where.append("n.text LIKE ? ESCAPE '\\'")
+            args.append("%" + re.sub(r"([%_\\])", r"\\\1", containing) + "%")
         if video_id is not None:
             where.append("n.video_id = ?")
             args.append(video_id)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 
 TAG_RE = re.compile(r"<\s*(face|voice|character)_(\d+)\s*>", re.IGNORECASE)
 EQUIVALENCE_RE = re.compile(r"^\s*equivalence\s*:", re.IGNORECASE)
+EQUIVALENCE_WORD = "equivalence"  # every equivalence line holds it (a pre-filter for the pattern)
 
 
 def tag(kind: str, number: int) -> str:
@@ -34,13 +35,13 @@ def rewrite_tags(text: str, replace: Mapping[str, str] | Callable[[str, int], st
     """Rewrite whole tags. ``replace`` maps ``"face_3"`` to a replacement string (tag brackets
     included), or is a function ``(kind, number) -> str | None``; tags it does not cover are
     normalised (``< Face_3 >`` -> ``<face_3>``) and otherwise left alone."""
+    if "<" not in text:  # most lines of a clip name nobody: no regex pass
+        return text
+    lookup = replace if callable(replace) else (lambda kind, number: replace.get(f"{kind}_{number}"))
 
     def sub(match: re.Match[str]) -> str:
         kind, number = match.group(1).lower(), int(match.group(2))
-        if callable(replace):
-            new = replace(kind, number)
-        else:
-            new = replace.get(f"{kind}_{number}")
+        new = lookup(kind, number)
         return tag(kind, number) if new is None else new
 
     return TAG_RE.sub(sub, text)

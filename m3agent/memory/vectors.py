@@ -27,6 +27,11 @@ from m3agent.private import touch_private
 
 log = logging.getLogger(__name__)
 SCATTERED_ROWS = 256  # up to this many rows of the vector file are read, not taken through its mapping
+#: After a short list is ordered by 8-bit codes (off by about 1e-3 of cosine), the best ``EXACT_LINES`` lines
+#: wanted, whose order and scores a search shows, are scored exactly, with ``EXACT_MARGIN`` more that the
+#: codes' rounding may have put just below them; lines further down keep their coded score.
+EXACT_LINES = 16
+EXACT_MARGIN = 16
 
 
 @dataclass
@@ -165,6 +170,8 @@ class TextVectors:
         self._file_vectors = np.zeros((0, dim), np.float32)  # the mapped file's vectors, in its row order
         self._file_rows: vecfile.RowReader | None = None  # the same, read row by row (see :meth:`vectors_of`)
         self._flat: dict[str, np.ndarray] | None = None  # every line's filter facts by id (see :meth:`_facts`)
+        self._flat_ids = SortedIds(np.zeros(0, np.int64))  # where an id is in ``_flat``
+        self._size: int | None = None  # lines held (None: to be counted again after a change)
 
     # ------------------------------------------------------------------ loading and updates
     @classmethod
@@ -196,6 +203,7 @@ class TextVectors:
                 del rows, blobs
                 self.videos[video.id] = vv = VideoVectors(dim)
                 vv.add(ids, clips, kinds, valid, dead, vectors)
+                self._size = None
                 loaded.append((vv.index.ids, video.id))
             if loaded:
                 self.where.load(np.concatenate([ids for ids, _ in loaded]),
@@ -218,11 +226,14 @@ class TextVectors:
             row_in_video[start:end] = np.arange(len(vv), len(vv) + end - start)
             vv.add(part["id"], part["clip"], part["kind"], part["valid_from"], np.full(end - start, NEVER, np.int32),
                    vectors[start:end])
+            self._size = None
         self.where.load(rows["id"].astype(np.int64), video, row_in_video, np.arange(len(rows)))
         self._file_vectors, self._file_rows = vectors, reader
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self.videos.values())
+        if self._size is None:  # summed once per change: a search asks several times, over every video
+            self._size = sum(len(v) for v in self.videos.values())
+        return self._size
 
     def add(self, video_id: int, ids, clips, kinds, valid_from, vectors) -> None:
         self._add(video_id, ids, clips, kinds, valid_from, [NEVER] * len(ids), vectors, to_ann=True)
@@ -243,6 +254,7 @@ class TextVectors:
             vv = self.videos[video_id] = VideoVectors(self.dim)
         start = len(vv)
         vv.add(ids, clips, kinds, valid_from, dead, vectors)
+        self._size = None
         for offset, node_id in enumerate(np.asarray(ids).tolist()):
             self.where.add(int(node_id), video_id, start + offset)
         if to_ann and self.ann is not None:
@@ -258,7 +270,7 @@ class TextVectors:
                 if found[0]:
                     self._flat["dead_at"][pos[0]] = NEVER if at_clip is None else at_clip
 
-    def _facts(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def _facts(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where each of ``ids`` is in one id-sorted table of every line's video, clip, kind and validity
         (built at the first ANN search, so that candidates are filtered without a loop), and whether it is
         there: lines added later are not (the caller looks those up one by one)."""
@@ -272,8 +284,7 @@ class TextVectors:
             order = np.argsort(flat["id"], kind="stable")
             self._flat = {name: column[order] for name, column in flat.items()}
             self._flat_ids = SortedIds(self._flat["id"])
-        pos, found = self._flat_ids.find(ids)
-        return pos, {"found": found}
+        return self._flat_ids.find(ids)
 
     def vectors_of(self, ids: np.ndarray) -> np.ndarray:
         """The vectors of these lines, in order: one gather from the mapped file for the lines it holds."""
@@ -389,7 +400,7 @@ class TextVectors:
         """The ``want`` best visible lines of ``kinds`` in scope (max score over the query variants)."""
         queries = np.asarray(queries, np.float32).reshape(-1, self.dim)
         scope = self.scope(video_ids)
-        n_scope = sum(len(self.videos[v]) for v in scope)
+        n_scope = len(self) if video_ids is None else sum(len(self.videos[v]) for v in scope)
         kinds = tuple(int(k) for k in kinds)
         if restrict is None and self._ann_wanted(n_scope):
             if self.ann is None:
@@ -428,25 +439,10 @@ class TextVectors:
                  restrict: np.ndarray | None = None) -> LineHits:
         """Of the candidate line ``ids`` (from another index), those a search with these filters may
         return, in the given order, with ``scores`` left at zero for the caller to fill."""
-        allowed = set(self.scope(video_ids))
-        keep = set(np.asarray(restrict).tolist()) if restrict is not None else None
-        wanted = {int(k) for k in kinds}
-        out_ids, out_vid, out_clip = [], [], []
-        ids = [int(i) for i in ids]  # a few dozen candidates: plain Python beats array set-up
-        for node_id, hit in zip(ids, self.where.get_many(ids)):
-            if hit is None or hit[0] not in allowed or (keep is not None and node_id not in keep):
-                continue
-            video_id, row = hit
-            vv = self.videos[video_id]
-            clip = int(vv.clip[row])
-            if int(vv.kind[row]) not in wanted or not visible(clip, int(vv.valid_from[row]), int(vv.dead_at[row]),
-                                                              before_clip):
-                continue
-            out_ids.append(node_id)
-            out_vid.append(video_id)
-            out_clip.append(clip)
-        return LineHits(np.asarray(out_ids, np.int64), np.asarray(out_vid, np.int64), np.asarray(out_clip, np.int32),
-                        np.zeros(len(out_ids), np.float32), True)
+        ids = np.asarray([int(i) for i in ids], np.int64)
+        if restrict is not None:
+            ids = ids[np.isin(ids, np.asarray(restrict, np.int64))]
+        return self._lines_one_by_one(ids, set(self.scope(video_ids)), before_clip, _kind_table(kinds))
 
     def _exact_lines(self, queries, scope, before_clip, want, restrict, kinds=DECLARATIVE_KINDS) -> LineHits:
         parts_ids, parts_vid, parts_clip, parts_score = [], [], [], []
@@ -483,66 +479,92 @@ class TextVectors:
         return LineHits(ids[order], vids[order], clips[order], scores[order], complete)
 
     def _ann_lines(self, queries, scope: set[int], before_clip, want, n_scope, kinds) -> LineHits | None:
-        """ANN candidates filtered to scope and visibility, re-scored exactly (one gather from the mapped
-        vectors for every query variant); None when the filter is too selective."""
+        """ANN candidates filtered to scope and visibility, ordered by the index's 8-bit codes and the best
+        re-scored exactly (one read of those rows for every query variant); None when the filter is too
+        selective."""
         n_all = len(self)
         fetch = max(want, 64)
-        wanted = set(kinds)
+        kind_ok = _kind_table(kinds)
+        everywhere = len(scope) == len(self.videos)
         while True:
             cand = self.ann.candidates(queries, fetch * self.ann.refine_factor)  # first: shortlist(want)
-            ids = np.sort(cand[cand >= 0])
-            ids = ids[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else ids  # np.unique, 6x faster
+            ids = cand[cand >= 0]
+            if len(cand) > 1:  # one query's candidates are distinct; several queries' may repeat
+                ids = np.sort(ids)
+                ids = ids[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else ids  # np.unique, 6x faster
             pos, found = self._facts(ids)
-            found, flat = found["found"], self._flat
+            flat = self._flat
             video, clip = flat["video"][pos], flat["clip"][pos]
-            ok = found & np.isin(flat["kind"][pos], np.asarray(sorted(wanted), np.int8))
+            ok = found & kind_ok[flat["kind"][pos].astype(np.uint8)]
             ok &= visible(clip, flat["valid_from"][pos], flat["dead_at"][pos], before_clip)
-            everywhere = len(scope) == len(self.videos)
             if not everywhere:
                 ok &= np.isin(video, np.fromiter(scope, np.int64, len(scope)))
-            keep_ids, keep_vid, keep_clip = ids[ok].tolist(), video[ok].tolist(), clip[ok].tolist()
-            later = ids[~found]  # lines added after the table was built
-            for node_id, hit in zip(later.tolist(), self.where.get_many(later)):
-                if hit is None or (not everywhere and hit[0] not in scope):
-                    continue
-                video_id, row = hit
-                vv = self.videos[video_id]
-                clip = int(vv.clip[row])
-                if int(vv.kind[row]) not in wanted or not visible(clip, int(vv.valid_from[row]),
-                                                                  int(vv.dead_at[row]), before_clip):
-                    continue
-                keep_ids.append(node_id)
-                keep_vid.append(video_id)
-                keep_clip.append(clip)
+            keep_ids, keep_vid, keep_clip = ids[ok], video[ok], clip[ok]
+            if not found.all():  # lines added after the table was built
+                more = self._lines_one_by_one(ids[~found], None if everywhere else scope, before_clip, kind_ok)
+                keep_ids = np.concatenate([keep_ids, more.ids])
+                keep_vid = np.concatenate([keep_vid, more.video_ids])
+                keep_clip = np.concatenate([keep_clip, more.clips])
             exhausted = cand.shape[1] >= n_all
             if len(keep_ids) >= want or exhausted:
                 break
             if fetch * 4 > n_scope and n_scope < n_all / 4:
                 return None  # the scope is a small part of the DB: exact search is cheaper
             fetch *= 4
-        ids = np.asarray(keep_ids, np.int64)
-        if len(ids) == 0:
+        if len(keep_ids) == 0:
             empty = np.zeros(0, np.int64)
             return LineHits(empty, empty, empty.astype(np.int32), empty.astype(np.float32), exhausted)
-        order = self._rerank(queries, ids, want + max(want, 16))  # a margin for the codes' rounding
-        scores = (queries @ self.vectors_of(ids[order]).T).max(axis=0).astype(np.float32)  # exact, for the few
-        best = np.lexsort((ids[order], -scores))[:want]
-        order, scores = order[best], scores[best]
-        return LineHits(ids[order], np.asarray(keep_vid, np.int64)[order], np.asarray(keep_clip, np.int32)[order],
+        order, scores, approximate = self._rerank(queries, keep_ids, want + EXACT_MARGIN)
+        if approximate:  # the best exactly (one read of their rows for every query variant); the rest as coded
+            top = order[: min(want, EXACT_LINES) + EXACT_MARGIN]
+            scores[: len(top)] = (queries @ self.vectors_of(keep_ids[top]).T).max(axis=0)
+        best = np.lexsort((keep_ids[order], -scores))[:want]
+        order, scores = order[best], scores[best].astype(np.float32)
+        return LineHits(keep_ids[order], keep_vid[order].astype(np.int64), keep_clip[order].astype(np.int32),
                         scores, exhausted and len(keep_ids) <= want)
 
-    def _rerank(self, queries: np.ndarray, ids: np.ndarray, want: int) -> np.ndarray:
-        """Positions in ``ids`` of the ``want`` best lines by the index's 8-bit copies of their vectors (exact
-        vectors for lines it has none of); ties by id."""
+    def _lines_one_by_one(self, ids: np.ndarray, scope: set[int] | None, before_clip, kind_ok: np.ndarray,
+                          ) -> LineHits:
+        """Of ``ids``, in their order, the lines held in ``scope`` (None: any video) of an allowed kind
+        (``kind_ok``, see :func:`_kind_table`) and visible, looked up one by one: for a few dozen lexical
+        candidates, or the lines added after the filter table was built."""
+        out_ids, out_vid, out_clip = [], [], []
+        for node_id, hit in zip(ids.tolist(), self.where.get_many(ids)):
+            if hit is None or (scope is not None and hit[0] not in scope):
+                continue
+            video_id, row = hit
+            vv = self.videos[video_id]
+            clip = int(vv.clip[row])
+            if not kind_ok[int(vv.kind[row]) & 255] or not visible(clip, int(vv.valid_from[row]),
+                                                                   int(vv.dead_at[row]), before_clip):
+                continue
+            out_ids.append(node_id)
+            out_vid.append(video_id)
+            out_clip.append(clip)
+        return LineHits(np.asarray(out_ids, np.int64), np.asarray(out_vid, np.int64), np.asarray(out_clip, np.int32),
+                        np.zeros(len(out_ids), np.float32), True)
+
+    def _rerank(self, queries: np.ndarray, ids: np.ndarray, want: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """``(positions, scores, approximate)``: the positions in ``ids`` of the ``want`` best lines (ties by id)
+        with their scores, from the index's 8-bit copies of the vectors (``approximate``; exact vectors for lines
+        it has none of) or, for a list no longer than ``want`` or an index without copies, exact."""
         rerank = self.ann.rerank if self.ann is not None else None
         if rerank is None or len(ids) <= want:
-            scores = (queries @ self.vectors_of(ids).T).max(axis=0)
+            scores, approximate = (queries @ self.vectors_of(ids).T).max(axis=0), False
         else:
             by_code, held = rerank.scores(queries, ids)
-            scores = by_code.max(axis=0)
+            scores, approximate = by_code.max(axis=0), True
             if not held.all():
                 scores[~held] = (queries @ self.vectors_of(ids[~held]).T).max(axis=0)
-        return np.lexsort((ids, -scores))[:want]
+        order = np.lexsort((ids, -scores))[:want]
+        return order, scores[order], approximate
+
+
+def _kind_table(kinds) -> np.ndarray:
+    """Which node kinds (as uint8) a search takes: one lookup filters a whole candidate array."""
+    table = np.zeros(256, bool)
+    table[np.asarray([int(k) for k in kinds], np.int64) & 255] = True
+    return table
 
 
 class VectorCache:

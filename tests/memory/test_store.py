@@ -16,6 +16,7 @@ from m3agent.memory import (
     MemoryGraph,
     SchemaVersionError,
 )
+from m3agent.memory.model import NodeKind
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.writer import ClipAlreadyStoredError
 
@@ -275,3 +276,12 @@ def test_integrity_check_sees_broken_vectors(kitchen, db_path):
     assert "1 text vectors hold NaN or infinity" in problems
     assert "1 text vectors are not 512-d" in problems
     assert f"face embeddings of 1 nodes differ in size from the rest (128-d): nodes [{kitchen.ids['bob_face']}]" in problems
+
+
+def test_text_nodes_containing_a_word_in_any_case(kitchen):
+    store = kitchen.store
+    semantic = store.text_nodes(kitchen.video, kind=NodeKind.SEMANTIC)
+    found = store.text_nodes(kitchen.video, kind=NodeKind.SEMANTIC, containing="EQUIVALENCE")
+    assert [n.id for n in found] == [n.id for n in semantic if "equivalence" in n.text.lower()] and found
+    assert [n.text for n in store.text_nodes(kitchen.video, containing="fridge is_")] == []  # _ is no wildcard
+    assert len(store.text_nodes(kitchen.video, kind=NodeKind.SEMANTIC, containing="name")) == 1

@@ -22,6 +22,7 @@ class RerankCodes:
     def __init__(self, ids: np.ndarray, low: np.ndarray, step: np.ndarray, codes: np.ndarray):
         """``ids`` ascending, ``codes`` their rows (uint8, ``(len(ids), dim)``); a value is ``low + step * code``."""
         self.ids, self.low, self.step, self.codes = ids, low, step, codes
+        self._rows = np.asarray(codes).view(np.dtype((np.void, codes.shape[1]))).reshape(-1)  # a row a copy
         self._sorted = SortedIds(ids)
         self._extra: dict[int, np.ndarray] = {}
 
@@ -57,12 +58,11 @@ class RerankCodes:
         """``(codes, held)`` of ``ids`` (zero rows for ids not held)."""
         ids = np.asarray(ids, np.int64).reshape(-1)
         pos, held = self._sorted.find(ids)
-        codes = np.zeros((len(ids), self.codes.shape[1]), np.uint8)
-        rows = pos[held]
-        order = np.argsort(rows, kind="stable")
-        got = np.empty((len(rows), self.codes.shape[1]), np.uint8)
-        got[order] = self.codes[rows[order]]  # ascending rows: the mapped file is read front to back
-        codes[held] = got
+        dim = self.codes.shape[1]
+        if held.all():
+            return self._rows[pos].view(np.uint8).reshape(len(ids), dim), held
+        codes = np.zeros((len(ids), dim), np.uint8)
+        codes[held] = self._rows[pos[held]].view(np.uint8).reshape(-1, dim)
         if self._extra:
             for i in np.flatnonzero(~held).tolist():
                 code = self._extra.get(int(ids[i]))
