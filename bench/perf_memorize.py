@@ -121,7 +121,7 @@ def render(r: dict, previous: str = "") -> str:
 
 Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_memorize.py --write docs/BENCHMARKS.md`.
 Python {platform.python_version()}; embedded stack: {faces}, {r.get('voice_backend', 'campp')} voices, Silero VAD + Whisper
-tiny.en (int8, one window per clip), MiniLM text embeddings; 1 fps, 30-s clips, frames decoded at most {r.get('max_side', 960)} px.
+tiny.en (int8, two threads, two clips' speech in one window where it fits), MiniLM text embeddings; 1 fps, 30-s clips, frames decoded at most {r.get('max_side', 960)} px.
 
 Video: {minutes:.1f} min of 1280x720 H.264 rendered from the fixture script ({r['people']} people, real photos,
 espeak-ng voices). Models load once in {r['model_load_s']:.1f} s (not counted below).
@@ -129,9 +129,10 @@ espeak-ng voices). Models load once in {r['model_load_s']:.1f} s (not counted be
 **{r['realtime_factor']:.1f}x real time**, median of {r['repeat']} runs ({r['seconds']:.1f} s for
 {r['video_seconds']:.0f} s of video; all runs: {', '.join(f'{x:.1f} s' for x in r['all_seconds'])}; i.e.
 {60 / max(r['realtime_factor'], 1e-9):.1f} min per hour of video). {previous} Stage times add up to more than the total because
-they overlap: the next clip decodes in a thread ("decode (wait)" is only the time spent waiting for it), faces and
-speech have workers of their own, and a worker done with this clip goes on to the next clip's faces or speech (two
-clips' faces, or two clips' speech, may be under way at once), so stage times include waiting for a core.
+they overlap: the next clips decode in a thread ("decode (wait)" is only the time spent waiting for them), faces and
+speech have workers of their own, a face worker done with this clip goes on to the next clip's faces (two clips' faces
+may be under way at once), and speech is recognised two clips at a time, the next pair queued as soon as both its
+clips are decoded (a clip's "asr" is its share of its pair's), so stage times include waiting for a core.
 
 The scenes are still photos, so after each clip's first frame faces are searched only where a frame changed
 (`memorize.perception.face_search_changes`). Every frame searched whole (what footage that changes everywhere every

@@ -11,7 +11,7 @@ import hashlib
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -104,6 +104,9 @@ class Perceiver:
         self.config = config or PerceptionConfig()
         self._embedding = threading.Lock()
         self._embeddings: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see ``_embed``
+        # the upcoming clips' work, queued or under way (faces: as many threads as the backend lets run at
+        # once, so two clips' faces may be under way; speech: see ``_hear``)
+        self._ahead: list[_Sensing] = []
         self.face_threshold = self.config.face_distance or faces.same_person_distance
         match_cosine = self.config.voice_cosine or (voices.same_speaker_cosine if voices else 0.53)
         self.voice_threshold = 1.0 - match_cosine
@@ -131,17 +134,35 @@ class Perceiver:
         return bank.twins(threshold)
 
     def perceive(self, clip: MediaClip, face_bank: IdentityBank, voice_bank: IdentityBank,
-                 on_stage: Callable[[str], None] | None = None, upcoming: MediaClip | None = None) -> ClipPerception:
-        """Faces and speech of ``clip`` in two worker threads (the native libraries release the GIL, so
-        the two halves share the cores), then identities from the banks. ``upcoming``: the clip that
-        comes next, if known: its bank-free work (face detection, speech recognition, voice embeddings)
-        is queued behind this clip's, so the worker that finishes first goes on to it instead of waiting
-        for the other. ``on_stage`` hears each stage's name as it starts ("faces", "speech", "voices";
-        stages that started ahead are told at once)."""
-        sensing = self._ahead if self._ahead is not None and self._ahead.clip is clip else self._sense(clip)
-        if self._ahead is not None and self._ahead is not sensing:
-            self._ahead.cancel()
-        self._ahead = self._sense(upcoming) if upcoming is not None else None
+                 on_stage: Callable[[str], None] | None = None,
+                 upcoming: MediaClip | Sequence[MediaClip] | None = None) -> ClipPerception:
+        """Faces and speech of ``clip`` in worker threads (the native libraries release the GIL, so the
+        halves share the cores), then identities from the banks. ``upcoming``: the clips that come next, in
+        order, if known (one or two): the next clip's face detection is queued behind this clip's, so the
+        worker that finishes first goes on to it instead of waiting; speech is recognised two clips at a
+        time (:meth:`_hear`), the next pair as soon as both its clips are known. ``on_stage`` hears each
+        stage's name as it starts ("faces", "speech", "voices"; stages that started ahead are told at once)."""
+        upcoming = [] if upcoming is None else [upcoming] if isinstance(upcoming, MediaClip) else list(upcoming)
+        ahead = {id(s.clip): s for s in self._ahead}
+        sensing = ahead.pop(id(clip), None) or _Sensing(clip)
+        later = [ahead.pop(id(u), None) or _Sensing(u) for u in upcoming]
+        for gone in ahead.values():  # queued for clips that no longer come next
+            gone.cancel()
+        for s in [sensing] + later[:1]:
+            if s.faces is None:
+                s.faces = self._worker("faces", self.faces.concurrency).submit(self._timed_faces, s.clip, s)
+        chain = [s for s in [sensing] + later if self._hears(s.clip)]
+        i = 0
+        while i < len(chain):
+            if chain[i].speech is not None:
+                i += 1
+                continue
+            partner = chain[i + 1] if i + 1 < len(chain) and chain[i + 1].speech is None else None
+            if partner is None and chain[i] is not sensing:
+                break  # an upcoming clip waits to be paired with the one after it (or is heard on its own turn)
+            self._hear([chain[i]] + ([partner] if partner is not None else []))
+            i += 1 if partner is None else 2
+        self._ahead = later
         if on_stage is not None:
             sensing.listen(on_stage)
         out = ClipPerception(clip)
@@ -158,16 +179,17 @@ class Perceiver:
                 out.seconds["voices"] = voices_s + time.perf_counter() - t
         return out
 
-    _ahead: _Sensing | None = None
+    def _hears(self, clip: MediaClip) -> bool:
+        return self.asr is not None and bool(clip.audio.size)
 
-    def _sense(self, clip: MediaClip) -> _Sensing:
-        """Queue ``clip``'s bank-free work on the workers: faces on one pool, speech on another (each as many
-        threads as its backend lets run at once, so two clips' faces or speech may be under way)."""
-        sensing = _Sensing(clip)
-        sensing.faces = self._worker("faces", self.faces.concurrency).submit(self._timed_faces, clip, sensing)
-        if self.asr is not None and clip.audio.size:
-            sensing.speech = self._worker("speech", self.asr.concurrency).submit(self._speech, clip, sensing)
-        return sensing
+    def _hear(self, sensings: list[_Sensing]) -> None:
+        """Queue the speech of these clips (two that come one after the other) as one job: the recogniser packs
+        their stretches of speech into as few windows as hold them (two clips' speech often fits one 30-s
+        window: a third less time), then the voices are embedded clip by clip. Pairs are formed in the order
+        clips come, from the first clip perceived, so a run gives the same pairs every time."""
+        job = self._worker("speech", self.asr.concurrency).submit(self._speech, sensings)
+        for index, sensing in enumerate(sensings):
+            sensing.speech = _Part(job, index)
 
     def _worker(self, name: str, threads: int = 1):
         workers = self.__dict__.setdefault("_workers", {})
@@ -183,19 +205,28 @@ class Perceiver:
         found = self._detect_and_embed(clip)
         return found, time.perf_counter() - t
 
-    def _speech(self, clip: MediaClip, sensing: _Sensing):
-        """Utterances, those long enough to embed (embedded), and the seconds of recognition and embedding."""
-        sensing.stage("speech")
+    def _speech(self, sensings: list[_Sensing]) -> list[tuple]:
+        """For each clip: its utterances, those long enough to embed (embedded), and the seconds of recognition
+        (the job's, shared by its clips' audio length) and of embedding."""
+        for sensing in sensings:
+            sensing.stage("speech")
+        clips = [sensing.clip for sensing in sensings]
         t = time.perf_counter()
-        segments = self.asr.transcribe(clip.audio, SAMPLE_RATE)
-        utterances = [Utterance(clip.start + s.start, min(clip.end, clip.start + s.end), s.text) for s in segments]
+        heard = self.asr.transcribe_many([clip.audio for clip in clips], SAMPLE_RATE)
         asr_s = time.perf_counter() - t
-        if self.voices is None:
-            return utterances, [], asr_s, 0.0
-        sensing.stage("voices")
-        t = time.perf_counter()
-        usable = self._embed_utterances(clip, utterances)
-        return utterances, usable, asr_s, time.perf_counter() - t
+        length = sum(clip.audio.size for clip in clips) or 1
+        out = []
+        for sensing, clip, segments in zip(sensings, clips, heard):
+            utterances = [Utterance(clip.start + s.start, min(clip.end, clip.start + s.end), s.text) for s in segments]
+            share = asr_s * clip.audio.size / length
+            if self.voices is None:
+                out.append((utterances, [], share, 0.0))
+                continue
+            sensing.stage("voices")
+            t = time.perf_counter()
+            usable = self._embed_utterances(clip, utterances)
+            out.append((utterances, usable, share, time.perf_counter() - t))
+        return out
 
     def _detect_and_embed(self, clip: MediaClip) -> tuple[list[list[FaceDetection]], list[FaceDetection]]:
         """Faces of every frame, linked into short tracks by box overlap between consecutive frames,
@@ -349,7 +380,7 @@ class _Sensing:
 
     clip: MediaClip
     faces: Future | None = None
-    speech: Future | None = None
+    speech: _Part | None = None
     started: list[str] = field(default_factory=list)
     listener: Callable[[str], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -368,9 +399,19 @@ class _Sensing:
             listener(name)
 
     def cancel(self) -> None:
-        for future in (self.faces, self.speech):
-            if future is not None:
-                future.cancel()
+        if self.faces is not None:
+            self.faces.cancel()  # its speech is the job of the clip before it too: that one goes on
+
+
+@dataclass
+class _Part:
+    """One clip's part of a speech job that covers several clips."""
+
+    job: Future
+    index: int
+
+    def result(self):
+        return self.job.result()[self.index]
 
 
 def _assign(tracks, bank: IdentityBank):

@@ -1,5 +1,5 @@
-"""FasterWhisperASR packs a clip's speech stretches into one Whisper window and splits the words back
-by stretch (a stub stands in for Whisper and Silero VAD, so no model is needed)."""
+"""FasterWhisperASR packs the speech stretches of a clip (or of two clips) into one Whisper window and splits
+the words back by stretch (a stub stands in for Whisper and Silero VAD, so no model is needed)."""
 
 from types import SimpleNamespace
 
@@ -67,3 +67,25 @@ def test_without_vad_long_audio_is_cut_into_windows(monkeypatch):
     segments = asr.transcribe(np.ones(70 * SR, np.float32), SR)
     assert [(s.start, s.end) for s in segments] == [(0.0, 30.0), (30.0, 60.0), (60.0, 70.0)]
     assert asr._model.calls == [30.0, 30.0, 10.0]
+
+
+def test_two_clips_speech_shares_a_window_and_goes_back_to_its_clip(monkeypatch):
+    import faster_whisper.vad
+
+    def vad(audio, options):  # the stretches of non-zero samples
+        edges = np.flatnonzero(np.diff(np.r_[0, audio != 0, 0]))
+        return [{"start": int(a), "end": int(b)} for a, b in zip(edges[::2], edges[1::2])]
+
+    monkeypatch.setattr(faster_whisper.vad, "get_speech_timestamps", vad)
+    asr = fw.FasterWhisperASR.__new__(fw.FasterWhisperASR)
+    asr._model, asr.language, asr.beam_size, asr.vad_filter = StubWhisper(), "en", 1, True
+    one, two = clip([(1.0, 6.0), (10.0, 14.0)]), clip([(2.0, 8.0)])
+    two[two != 0] = 3  # its stretch says "w3"
+    quiet = np.zeros(SR, np.float32)
+    heard = asr.transcribe_many([one, quiet, two], SR)
+    assert [[(s.start, s.end, s.text) for s in segments] for segments in heard] == [
+        [(1.0, 6.0, "w1"), (10.0, 14.0, "w2")], [], [(2.0, 8.0, "w3")]]
+    assert asr._model.calls == [15.0 + 2 * 0.5]  # 15 s of speech and two gaps: one window for both clips
+    more = clip([(0.0, 21.0)])  # with the 9.5 s of the first clip: over 30 s
+    asr._model.calls.clear()
+    assert [len(s) for s in asr.transcribe_many([one, more], SR)] == [2, 1] and len(asr._model.calls) == 2

@@ -80,3 +80,31 @@ def test_a_still_face_is_embedded_once_across_a_track_and_the_next_clip():
     moved[4][150:160, 120:140] = 200  # the last face differs: embedded again
     p.perceive(MediaClip(2, 60.0, 65.0, moved, [60.0, 61.0, 62.0, 63.0, 64.0]), p.face_bank({}), p.voice_bank({}))
     assert len(backend.embedded) == 2
+
+
+class Paired(Said):
+    """Records which clips each recognition pass covered."""
+
+    def __init__(self):
+        super().__init__()
+        self.passes = []
+
+    def transcribe_many(self, audios, sample_rate=16_000):
+        self.passes.append([int(audio[0]) for audio in audios])
+        return super().transcribe_many(audios, sample_rate)
+
+
+def test_speech_is_recognised_two_clips_at_a_time_the_next_pair_queued_ahead():
+    backend = Local([[(10, 10, 50, 50)]] * 60)
+    asr = Paired()
+    p = Perceiver(backend, None, asr, PerceptionConfig(face_search_changes=False))
+    clips = [clip(i) for i in range(5)]
+    texts = []
+    for i, c in enumerate(clips):
+        out = p.perceive(c, p.face_bank({}), p.voice_bank({}), upcoming=clips[i + 1 : i + 3])
+        texts.append([u.text for u in out.utterances])
+        if i == 1:  # the pair after this clip was queued as soon as both its clips were known
+            third, fourth = p._ahead
+            assert third.speech is not None and third.speech.job is fourth.speech.job
+    assert texts == [[f"clip {i}"] for i in range(5)] and asr.passes == [[0, 1], [2, 3], [4]]
+    assert sorted(backend.located) == sorted(10 * i + k for i in range(5) for k in range(3))  # faces once each

@@ -26,3 +26,8 @@ class ASRBackend(ABC):
 
     @abstractmethod
     def transcribe(self, audio: np.ndarray, sample_rate: int = 16_000) -> list[Segment]: ...
+
+    def transcribe_many(self, audios: list[np.ndarray], sample_rate: int = 16_000) -> list[list[Segment]]:
+        """The segments of each audio (times from its own start). A backend that can recognise several at
+        once (one model pass over the speech of two clips) does so; the default takes them one by one."""
+        return [self.transcribe(audio, sample_rate) for audio in audios]
