@@ -285,7 +285,7 @@ def _clip_hit(store: SQLiteStore, video_id, clip, score, cmap: CharacterMap, nam
               kinds=DECLARATIVE_KINDS) -> ClipHit:
     start, end = store.clip_spans(video_id, [clip]).get(clip, (float("nan"), float("nan")))
     lines = [
-        cmap.translate(text) if "<" in text else text
+        cmap.translate(text)
         for text, at, valid_from, dead in store.clip_lines(video_id, clip, kinds)
         if visible(at, at if valid_from is None else valid_from, NEVER if dead is None else dead, before_clip)
         and not is_equivalence(text)

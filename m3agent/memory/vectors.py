@@ -34,6 +34,13 @@ EXACT_LINES = 16
 EXACT_MARGIN = 16
 
 
+def _kind_table(kinds) -> np.ndarray:
+    """Which node kinds (as uint8) a search takes: one lookup filters a whole candidate array."""
+    table = np.zeros(256, bool)
+    table[np.asarray([int(k) for k in kinds], np.int64) & 255] = True
+    return table
+
+
 @dataclass
 class LineHits:
     """Candidate lines, best first. ``complete`` is True when no eligible line was left out."""
@@ -144,10 +151,9 @@ class VideoVectors:
     def visible(self, before_clip: int | None, kinds=DECLARATIVE_KINDS) -> np.ndarray:
         """Rows of these kinds a reader sees (the as-of rule of :mod:`m3agent.memory.visibility`)."""
         mask = visible(self.clip, self.valid_from, self.dead_at, before_clip)
-        wanted = {int(k) for k in kinds}
-        if self.kinds_present <= wanted:
+        if self.kinds_present <= {int(k) for k in kinds}:
             return mask
-        return mask & np.isin(self.kind, np.asarray(sorted(wanted), np.int8))
+        return mask & _kind_table(kinds)[self.kind.astype(np.uint8)]
 
     def id_range(self) -> tuple[int, int]:
         if self._span is None or self._span[2] != len(self.index):
@@ -558,13 +564,6 @@ class TextVectors:
                 scores[~held] = (queries @ self.vectors_of(ids[~held]).T).max(axis=0)
         order = np.lexsort((ids, -scores))[:want]
         return order, scores[order], approximate
-
-
-def _kind_table(kinds) -> np.ndarray:
-    """Which node kinds (as uint8) a search takes: one lookup filters a whole candidate array."""
-    table = np.zeros(256, bool)
-    table[np.asarray([int(k) for k in kinds], np.int64) & 255] = True
-    return table
 
 
 class VectorCache:
