@@ -93,11 +93,16 @@ CREATE TABLE records (
   PRIMARY KEY (video_id, record)) WITHOUT ROWID;
 CREATE INDEX records_by_node ON records (node_id);
 """
-#: what opening a large memory reads without scanning: superseded lines (a partial index, tiny), and the count of
-#: text lines (meta ``text_lines``: ``"count:highest id"``, kept by every insert and delete in their transaction).
-#: A DB from before them gets both at its first writable open (one scan); a read-only open of one counts.
-_SUPERSEDED_INDEX = ("CREATE INDEX IF NOT EXISTS nodes_superseded ON nodes (invalidated_at)"
-                     " WHERE invalidated_at IS NOT NULL")
+#: what opening and searching a large memory reads without scanning: superseded lines (a partial index, tiny), a
+#: video's nodes of one kind (its faces and voices, its equivalence lines: a video's characters, built at the first
+#: search that returns one of its clips, read those instead of its every line), and the count of text lines (meta
+#: ``text_lines``: ``"count:highest id"``, kept by every insert and delete in their transaction). A DB from before
+#: them gets them at its first writable open (one scan each); a read-only open of one scans or counts instead.
+_READ_INDEXES = {
+    "nodes_superseded": "CREATE INDEX IF NOT EXISTS nodes_superseded ON nodes (invalidated_at)"
+                        " WHERE invalidated_at IS NOT NULL",
+    "nodes_by_kind": "CREATE INDEX IF NOT EXISTS nodes_by_kind ON nodes (video_id, kind, clip)",
+}
 TEXT_LINES = "text_lines"
 #: BM25 over the text of lines, inside the DB file; the rows live in ``nodes`` (external content)
 _LEXICAL = ("CREATE VIRTUAL TABLE lines_fts USING fts5(text, content='nodes', content_rowid='id',"
@@ -227,7 +232,7 @@ class SQLiteStore:
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 if int(self.meta().get("schema", "0")) < SCHEMA_VERSION:
                     self._upgrade()
-                if TEXT_LINES not in self.meta():
+                if TEXT_LINES not in self.meta() or not self._has_read_indexes():
                     self._add_line_counts()
             if not readonly:
                 self.conn.execute("PRAGMA synchronous = NORMAL")
@@ -261,16 +266,22 @@ class SQLiteStore:
             for statement in filter(str.strip, (_SCHEMA + _SCHEMA_2).split(";")):
                 self.conn.execute(statement)
             self._create_lexical()
-            self.conn.execute(_SUPERSEDED_INDEX)
+            for statement in _READ_INDEXES.values():
+                self.conn.execute(statement)
             self.conn.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
                 [("app", APP_ID), ("schema", str(SCHEMA_VERSION)), ("uuid", uuid.uuid4().hex), (TEXT_LINES, "0:-1")],
             )
 
+    def _has_read_indexes(self) -> bool:
+        q = f"SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ({','.join('?' * len(_READ_INDEXES))})"
+        return int(self.conn.execute(q, tuple(_READ_INDEXES)).fetchone()[0]) == len(_READ_INDEXES)
+
     def _add_line_counts(self) -> None:
-        """Give a DB written before them the superseded-lines index and the line counter (one scan, once)."""
+        """Give a DB written before them the read indexes and the line counter (one scan each, once)."""
         with self.transaction() as c:
-            c.execute(_SUPERSEDED_INDEX)
+            for statement in _READ_INDEXES.values():
+                c.execute(statement)
             if c.execute("SELECT 1 FROM meta WHERE key = ?", (TEXT_LINES,)).fetchone() is None:
                 self._set_text_lines(self.text_vector_count(), self._top_text_line())
 

@@ -122,11 +122,11 @@ class RowReader:
         weakref.finalize(self, os.close, fd)
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
-        size = 4 * self.dim
-        out = np.empty((len(rows), self.dim), np.float32)
-        for i, row in enumerate(np.asarray(rows, np.int64).tolist()):
-            out[i] = np.frombuffer(os.pread(self._fd, size, self.offset + row * size), np.float32)
-        return out
+        size, fd, offset = 4 * self.dim, self._fd, self.offset
+        data = b"".join([os.pread(fd, size, offset + row * size) for row in np.asarray(rows, np.int64).tolist()])
+        if len(data) != size * len(rows):
+            raise OSError("the vector file ends before a row its header promises")
+        return np.frombuffer(data, np.float32).reshape(len(rows), self.dim).copy()
 
 
 def remove(path: str) -> None:

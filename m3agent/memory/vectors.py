@@ -406,13 +406,15 @@ class TextVectors:
         """The ``want`` best visible lines of ``kinds`` in scope (max score over the query variants)."""
         queries = np.asarray(queries, np.float32).reshape(-1, self.dim)
         scope = self.scope(video_ids)
-        n_scope = len(self) if video_ids is None else sum(len(self.videos[v]) for v in scope)
+        in_scope = set(scope)
+        everywhere = len(in_scope) == len(self.videos)  # (an all-videos search: no sum over a hundred videos)
+        n_scope = len(self) if everywhere else sum(len(self.videos[v]) for v in in_scope)
         kinds = tuple(int(k) for k in kinds)
         if restrict is None and self._ann_wanted(n_scope):
             if self.ann is None:
                 log.info("building the approximate vector index over %d lines (kept in %s)", len(self), self.sidecar)
                 self.build_ann(progress=log.info)
-            hits = self._ann_lines(queries, set(scope), before_clip, want, n_scope, kinds)
+            hits = self._ann_lines(queries, in_scope, before_clip, want, n_scope, kinds)
             if hits is not None:
                 return hits
         return self._exact_lines(queries, scope, before_clip, want, restrict, kinds)
@@ -448,7 +450,8 @@ class TextVectors:
         ids = np.asarray([int(i) for i in ids], np.int64)
         if restrict is not None:
             ids = ids[np.isin(ids, np.asarray(restrict, np.int64))]
-        return self._lines_one_by_one(ids, set(self.scope(video_ids)), before_clip, _kind_table(kinds))
+        keep_ids, keep_vid, keep_clip = self._filter(ids, set(self.scope(video_ids)), before_clip, _kind_table(kinds))
+        return LineHits(keep_ids, keep_vid, keep_clip, np.zeros(len(keep_ids), np.float32), True)
 
     def _exact_lines(self, queries, scope, before_clip, want, restrict, kinds=DECLARATIVE_KINDS) -> LineHits:
         parts_ids, parts_vid, parts_clip, parts_score = [], [], [], []
@@ -491,26 +494,13 @@ class TextVectors:
         n_all = len(self)
         fetch = max(want, 64)
         kind_ok = _kind_table(kinds)
-        everywhere = len(scope) == len(self.videos)
         while True:
             cand = self.ann.candidates(queries, fetch * self.ann.refine_factor)  # first: shortlist(want)
             ids = cand[cand >= 0]
             if len(cand) > 1:  # one query's candidates are distinct; several queries' may repeat
                 ids = np.sort(ids)
                 ids = ids[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else ids  # np.unique, 6x faster
-            pos, found = self._facts(ids)
-            flat = self._flat
-            video, clip = flat["video"][pos], flat["clip"][pos]
-            ok = found & kind_ok[flat["kind"][pos].astype(np.uint8)]
-            ok &= visible(clip, flat["valid_from"][pos], flat["dead_at"][pos], before_clip)
-            if not everywhere:
-                ok &= np.isin(video, np.fromiter(scope, np.int64, len(scope)))
-            keep_ids, keep_vid, keep_clip = ids[ok], video[ok], clip[ok]
-            if not found.all():  # lines added after the table was built
-                more = self._lines_one_by_one(ids[~found], None if everywhere else scope, before_clip, kind_ok)
-                keep_ids = np.concatenate([keep_ids, more.ids])
-                keep_vid = np.concatenate([keep_vid, more.video_ids])
-                keep_clip = np.concatenate([keep_clip, more.clips])
+            keep_ids, keep_vid, keep_clip = self._filter(ids, scope, before_clip, kind_ok)
             exhausted = cand.shape[1] >= n_all
             if len(keep_ids) >= want or exhausted:
                 break
@@ -528,6 +518,26 @@ class TextVectors:
         order, scores = order[best], scores[best].astype(np.float32)
         return LineHits(keep_ids[order], keep_vid[order].astype(np.int64), keep_clip[order].astype(np.int32),
                         scores, exhausted and len(keep_ids) <= want)
+
+    def _filter(self, ids: np.ndarray, scope: set[int], before_clip, kind_ok: np.ndarray,
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids, video ids, clips)`` of the candidate ``ids``, in their order, held in ``scope``, of an allowed kind
+        (``kind_ok``, see :func:`_kind_table`) and visible: by table lookups for the lines of the filter table
+        (:meth:`_facts`), one by one for lines added after it was built."""
+        pos, found = self._facts(ids)
+        flat = self._flat
+        video, clip = flat["video"][pos], flat["clip"][pos].astype(np.int32)
+        ok = found & kind_ok[flat["kind"][pos].astype(np.uint8)]
+        ok &= visible(clip, flat["valid_from"][pos], flat["dead_at"][pos], before_clip)
+        everywhere = len(scope) == len(self.videos)
+        if not everywhere:
+            ok &= np.isin(video, np.fromiter(scope, np.int64, len(scope)))
+        if not found.all():  # lines added after the table was built
+            rest = np.flatnonzero(~found)
+            more = self._lines_one_by_one(ids[rest], None if everywhere else scope, before_clip, kind_ok)
+            rest = rest[np.isin(ids[rest], more.ids)]
+            ok[rest], video[rest], clip[rest] = True, more.video_ids, more.clips
+        return ids[ok], video[ok], clip[ok]
 
     def _lines_one_by_one(self, ids: np.ndarray, scope: set[int] | None, before_clip, kind_ok: np.ndarray,
                           ) -> LineHits:

@@ -167,3 +167,24 @@ def test_embedder_mismatch_is_refused(kitchen, db_path):
     kitchen.close()
     with pytest.raises(EmbedderMismatchError, match="hashing-512"):
         MemoryGraph.open(db_path, embedder=HashingEmbedder(dim=64))
+
+
+def test_candidates_from_another_index_keep_their_order_and_lose_only_what_the_search_may_not_return(kitchen):
+    from m3agent.memory.model import DECLARATIVE_KINDS
+
+    graph, video = kitchen, kitchen.video
+    ids = graph.ids
+    other = graph.add_video("garage")
+    with graph.clip(other, 0, 0, 30) as b:
+        elsewhere = b.episodic("a line of another video")
+    vectors = graph.vectors
+    everything = [ids["fridge_empty"], elsewhere, ids["alice_name"], ids["fridge_full"]]
+    vectors._facts(vectors.where.ids())  # the filter table is built; lines added after it are looked up one by one
+    with graph.clip(video, 4, 120, 150) as b:
+        later = b.episodic("a line written after the filter table")
+    candidates = [later, *everything]
+    hits = vectors.eligible(candidates, [video], None, DECLARATIVE_KINDS)
+    assert hits.ids.tolist() == [later, ids["fridge_empty"], ids["alice_name"]]  # other video, superseded: out
+    assert hits.clips.tolist() == [4, 2, 0] and set(hits.video_ids.tolist()) == {video}
+    as_of_1 = vectors.eligible(candidates, None, 1, DECLARATIVE_KINDS)  # as memory stood at clip 1, every video
+    assert as_of_1.ids.tolist() == [elsewhere, ids["alice_name"], ids["fridge_full"]]

@@ -285,3 +285,24 @@ def test_text_nodes_containing_a_word_in_any_case(kitchen):
     assert [n.id for n in found] == [n.id for n in semantic if "equivalence" in n.text.lower()] and found
     assert [n.text for n in store.text_nodes(kitchen.video, containing="fridge is_")] == []  # _ is no wildcard
     assert len(store.text_nodes(kitchen.video, kind=NodeKind.SEMANTIC, containing="name")) == 1
+
+
+def test_a_videos_characters_are_read_through_the_kind_index_which_older_dbs_get(kitchen, db_path, embedder):
+    graph, video = kitchen, kitchen.video
+    before = graph.characters(video).as_tags()
+    assert before
+    conn = graph.store.conn
+    plans = [" ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + q, (video,)))
+             for q in ("SELECT id FROM nodes WHERE kind IN (0, 1) AND video_id = ?",
+                       "SELECT id FROM nodes WHERE kind IN (3) AND text LIKE '%equivalence%' AND video_id = ?")]
+    assert all("nodes_by_kind" in plan for plan in plans), plans  # a video's few, not its every line
+    conn.execute("DROP INDEX nodes_by_kind")  # a DB written before the index
+    graph.close()
+    graph = MemoryGraph.open(db_path, embedder=embedder, readonly=True)  # read as it is: scans, same answer
+    assert graph.characters(video).as_tags() == before
+    assert "nodes_by_kind" not in {r[0] for r in graph.store.conn.execute("SELECT name FROM sqlite_master")}
+    graph.close()
+    graph = MemoryGraph.open(db_path, embedder=embedder)  # the first writable open adds it
+    assert "nodes_by_kind" in {r[0] for r in graph.store.conn.execute("SELECT name FROM sqlite_master")}
+    assert graph.characters(video).as_tags() == before
+    graph.close()
