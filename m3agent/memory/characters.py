@@ -9,13 +9,20 @@ other people are added, forgotten, or viewed as of an earlier clip.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from m3agent.memory.errors import UnknownEntityError
 from m3agent.memory.model import TAG_OF_KIND, NodeKind
 from m3agent.memory.store import SQLiteStore
-from m3agent.memory.tags import EQUIVALENCE_WORD, is_equivalence, parse_tags, rewrite_tags, tag
+from m3agent.memory.tags import (
+    EQUIVALENCE_WORD,
+    is_equivalence,
+    parse_tags,
+    rewrite_tags,
+    rewrite_tags_many,
+    tag,
+)
 from m3agent.memory.visibility import node_visible
 
 
@@ -47,14 +54,15 @@ class CharacterMap:
 
     def translate(self, text: str) -> str:
         """Rewrite ``<face_N>``/``<voice_N>`` to their ``<character_k>``; unknown tags stay."""
+        return rewrite_tags(text, self._character_tag)
 
-        of = self._of
+    def translate_many(self, texts: Sequence[str]) -> list[str]:
+        """:meth:`translate` of each text, in one pass (a clip's lines)."""
+        return rewrite_tags_many(texts, self._character_tag)
 
-        def sub(kind: str, number: int) -> str | None:
-            character = None if kind == "character" else of.get(number)
-            return None if character is None else tag("character", character)
-
-        return rewrite_tags(text, sub)
+    def _character_tag(self, kind: str, number: int) -> str | None:
+        character = None if kind == "character" else self._of.get(number)
+        return None if character is None else tag("character", character)
 
     def expand(self, text: str, limit: int = 100) -> list[str]:
         """Variants of ``text`` with each ``<character_k>`` replaced by each of its member tags."""

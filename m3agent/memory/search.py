@@ -284,12 +284,11 @@ def search_memory(ctx: SearchContext, query: str, *, video: int | str | None = N
 def _clip_hit(store: SQLiteStore, video_id, clip, score, cmap: CharacterMap, names, before_clip,
               kinds=DECLARATIVE_KINDS) -> ClipHit:
     start, end = store.clip_spans(video_id, [clip]).get(clip, (float("nan"), float("nan")))
-    lines = [
-        cmap.translate(text)
-        for text, at, valid_from, dead in store.clip_lines(video_id, clip, kinds)
+    lines = cmap.translate_many([
+        text for text, at, valid_from, dead in store.clip_lines(video_id, clip, kinds)
         if visible(at, at if valid_from is None else valid_from, NEVER if dead is None else dead, before_clip)
         and not is_equivalence(text)
-    ]
+    ])
     return ClipHit(video_id, names.get(video_id, str(video_id)), clip, start, end, score, lines)
 
 

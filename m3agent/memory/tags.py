@@ -6,7 +6,7 @@ Every rewrite goes through one anchored regex, so ``<face_1>`` can never touch `
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 TAG_RE = re.compile(r"<\s*(face|voice|character)_(\d+)\s*>", re.IGNORECASE)
 EQUIVALENCE_RE = re.compile(r"^\s*equivalence\s*:", re.IGNORECASE)
@@ -31,20 +31,46 @@ def entity_ids(text: str) -> list[int]:
     return list(seen)
 
 
-def rewrite_tags(text: str, replace: Mapping[str, str] | Callable[[str, int], str | None]) -> str:
+Replace = Mapping[str, str] | Callable[[str, int], str | None]
+_SEPARATOR = "\x00"  # joins the texts rewritten in one pass: no tag can span it (it is not whitespace)
+
+
+def _substitution(replace: Replace) -> Callable[[re.Match[str]], str]:
+    """The function :data:`TAG_RE` substitutes with, remembering each tag's replacement (the lines rewritten
+    together name the same few people again and again)."""
+    lookup = replace if callable(replace) else (lambda kind, number: replace.get(f"{kind}_{number}"))
+    done: dict[str, str] = {}
+
+    def sub(match: re.Match[str]) -> str:
+        found = match.group(0)
+        new = done.get(found)
+        if new is None:
+            kind, number = match.group(1).lower(), int(match.group(2))
+            new = lookup(kind, number)
+            new = done[found] = tag(kind, number) if new is None else new
+        return new
+
+    return sub
+
+
+def rewrite_tags(text: str, replace: Replace) -> str:
     """Rewrite whole tags. ``replace`` maps ``"face_3"`` to a replacement string (tag brackets
     included), or is a function ``(kind, number) -> str | None``; tags it does not cover are
     normalised (``< Face_3 >`` -> ``<face_3>``) and otherwise left alone."""
     if "<" not in text:  # most lines of a clip name nobody: no regex pass
         return text
-    lookup = replace if callable(replace) else (lambda kind, number: replace.get(f"{kind}_{number}"))
+    return TAG_RE.sub(_substitution(replace), text)
 
-    def sub(match: re.Match[str]) -> str:
-        kind, number = match.group(1).lower(), int(match.group(2))
-        new = lookup(kind, number)
-        return tag(kind, number) if new is None else new
 
-    return TAG_RE.sub(sub, text)
+def rewrite_tags_many(texts: Sequence[str], replace: Replace) -> list[str]:
+    """:func:`rewrite_tags` of each text, in one pass over all of them (a clip's lines, for a search)."""
+    texts = list(texts)
+    joined = _SEPARATOR.join(texts)
+    if "<" not in joined:
+        return texts
+    if joined.count(_SEPARATOR) != len(texts) - 1:  # a text holding the separator itself: one by one
+        return [rewrite_tags(text, replace) for text in texts]
+    return TAG_RE.sub(_substitution(replace), joined).split(_SEPARATOR)
 
 
 def is_equivalence(text: str) -> bool:

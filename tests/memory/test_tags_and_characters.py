@@ -1,6 +1,6 @@
 from m3agent.memory.characters import Equivalence, build_characters, name_statement
 from m3agent.memory.model import NodeKind
-from m3agent.memory.tags import entity_ids, parse_tags, rewrite_tags
+from m3agent.memory.tags import entity_ids, parse_tags, rewrite_tags, rewrite_tags_many
 
 
 def test_rewrite_is_anchored():
@@ -30,3 +30,14 @@ def test_name_statements():
     assert name_statement("The name of <voice_2> is Bob Smith") == ("voice", 2, "Bob Smith")
     assert name_statement("<face_1> is called Dr. Who") == ("face", 1, "Dr")
     assert name_statement("<face_1> likes names") is None
+
+
+def test_many_texts_rewritten_in_one_pass_as_one_by_one():
+    texts = ["<face_1> waves", "no tags here", "<voice_10> and < Face_1 > talk", "", "a tag cut <face_", "1> apart",
+             "ends with <"]
+    table = {"face_1": "<character_1>", "voice_10": "<character_1>"}
+    assert rewrite_tags_many(texts, table) == [rewrite_tags(t, table) for t in texts]
+    assert rewrite_tags_many(texts, table)[4:6] == ["a tag cut <face_", "1> apart"]  # never joined into a tag
+    odd = ["<face_1>\x00<face_1>", "<face_1>"]  # a text holding the separator: rewritten one by one
+    assert rewrite_tags_many(odd, table) == ["<character_1>\x00<character_1>", "<character_1>"]
+    assert rewrite_tags_many([], table) == [] and rewrite_tags_many(["plain"], table) == ["plain"]
