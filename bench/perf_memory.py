@@ -220,6 +220,7 @@ def reopen(db: str) -> dict:
     """:func:`reopen_and_search` in fresh processes, timed from their start: the default (fused) search, then
     dense search alone in another process (its figures prefixed ``reopen_dense_``)."""
     out = {}
+    os.sync()  # a memory written earlier: the gigabytes just built are not still being written back while it opens
     for retrieval, prefix in (("fused", "reopen_"), ("dense", "reopen_dense_")):
         proc = subprocess.run([sys.executable, __file__, "--reopen", db, "--retrieval", retrieval,
                                "--started", repr(time.time())], stdout=subprocess.PIPE, text=True, check=True)
