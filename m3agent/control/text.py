@@ -19,6 +19,8 @@ _ACTION = re.compile(r"action\s*:\s*\[?\s*(answer|search)\s*\]?\s*(?:content\s*:
 _CONTENT = re.compile(r"content\s*:\s*(.*)", re.IGNORECASE | re.DOTALL)
 _LABEL = re.compile(r"^(?:(?:a|answer|content)\s*:\s*)+", re.IGNORECASE)  # echoed labels before the content
 _ECHO = re.compile(r"^question\s*:", re.IGNORECASE)  # the question copied back: no answer, no query
+#: words of the reply format: a content that is one of them, or the start of one ("Acti."), is the format echoed
+_FORMAT_WORDS = ("action", "content", "answer", "search", "question")
 _PLAIN_ANSWER = re.compile(r"^\W*(?:the\s+)?(?:final\s+)?answer\b(?:\s+is\b)?\s*[:\-]?\s*(.+)", re.IGNORECASE | re.DOTALL)
 #: the model must never write these; stopping there cuts small models' echoes of the prompt short
 STOP = ("\nQuestion:", "Search results for ")
@@ -39,13 +41,20 @@ def parse_action(text: str) -> tuple[str, str, bool]:
         content = match.group(2).strip()
         inner = _CONTENT.search(content)
         content = _LABEL.sub("", (inner.group(1) if inner else content).strip()).strip()
-        if not content or _ECHO.match(content):  # nothing but labels, or the question copied back: no answer,
-            return "search", "", False  # and the question is searched again (see choose_query)
+        if not content or _ECHO.match(content) or _format_word(content):  # nothing but labels, the question
+            return "search", "", False  # copied back or a word of the format: no answer, the question searched again
         return match.group(1).lower(), content, False
     plain = _PLAIN_ANSWER.match(reply)
     if plain:  # "The answer is ...": small models answer without the format
         return "answer", plain.group(1).strip().strip('"').strip(), True
     return "search", reply.strip(), True
+
+
+def _format_word(content: str) -> bool:
+    """Whether ``content`` is only a word of the reply format or its first three letters or more (SmolLM2-135M
+    answered "Acti." to a question whose answer its notes held)."""
+    word = re.sub(r"\W+", "", content).casefold()
+    return len(word) >= 3 and any(full.startswith(word) for full in _FORMAT_WORDS)
 
 
 def choose_query(content: str, malformed: bool, question: str) -> str:

@@ -43,6 +43,10 @@ def test_parse_action():
     assert parse_action("Action: [Answer]\nContent: A man with a hat") == ("answer", "A man with a hat", False)
     assert parse_action("Action: [Answer]\nContent: A:") == ("search", "", False)
     assert parse_action("Action: [Answer]\nContent: Question: Where is it?") == ("search", "", False)
+    for echo in ("Acti.", "Action", "content", "Search.", "[Answer]"):  # a word of the format, or its start
+        assert parse_action(f"Action: [Answer]\nContent: {echo}") == ("search", "", False), echo
+    assert parse_action("Action: [Answer]\nContent: Act 3") == ("answer", "Act 3", False)
+    assert parse_action("Action: [Answer]\nContent: An") == ("answer", "An", False)
     assert choose_query("", False, "Where is it?") == "Where is it?"
     assert parse_action("I think the fridge") == ("search", "I think the fridge", True)
     assert parse_action('The answer is: "the garage"') == ("answer", "the garage", True)
