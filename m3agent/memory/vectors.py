@@ -450,7 +450,10 @@ class TextVectors:
         ids = np.asarray([int(i) for i in ids], np.int64)
         if restrict is not None:
             ids = ids[np.isin(ids, np.asarray(restrict, np.int64))]
-        keep_ids, keep_vid, keep_clip = self._filter(ids, set(self.scope(video_ids)), before_clip, _kind_table(kinds))
+        scope, kind_ok = set(self.scope(video_ids)), _kind_table(kinds)
+        if self._flat is None:  # no filter table (the IVF path builds it, over every line): a few dozen lookups
+            return self._lines_one_by_one(ids, scope, before_clip, kind_ok)
+        keep_ids, keep_vid, keep_clip = self._filter(ids, scope, before_clip, kind_ok)
         return LineHits(keep_ids, keep_vid, keep_clip, np.zeros(len(keep_ids), np.float32), True)
 
     def _exact_lines(self, queries, scope, before_clip, want, restrict, kinds=DECLARATIVE_KINDS) -> LineHits:

@@ -179,6 +179,9 @@ def test_candidates_from_another_index_keep_their_order_and_lose_only_what_the_s
         elsewhere = b.episodic("a line of another video")
     vectors = graph.vectors
     everything = [ids["fridge_empty"], elsewhere, ids["alice_name"], ids["fridge_full"]]
+    assert vectors._flat is None  # no IVF search built the filter table: a few candidates are looked up one by one
+    one_by_one = vectors.eligible(everything, [video], None, DECLARATIVE_KINDS)
+    assert one_by_one.ids.tolist() == [ids["fridge_empty"], ids["alice_name"]]
     vectors._facts(vectors.where.ids())  # the filter table is built; lines added after it are looked up one by one
     with graph.clip(video, 4, 120, 150) as b:
         later = b.episodic("a line written after the filter table")
