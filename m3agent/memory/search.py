@@ -181,8 +181,7 @@ def _lexical_lines(ctx: SearchContext, query: str, scope: list[int] | None, befo
     total = len(vectors)
     if not total:
         return None
-    in_scope = set(vectors.scope(scope))
-    share = 1.0 if len(in_scope) == len(vectors.videos) else sum(len(vectors.videos[v]) for v in in_scope) / total
+    share = vectors.lines_in(set(vectors.scope(scope))) / total
     found = ctx.lexical.search(query, vectors.id_ranges(scope), share, limit)
     bm25 = dict(found)
     return vectors.eligible([i for i, _ in found], scope, before_clip, kinds, restrict), bm25

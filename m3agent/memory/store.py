@@ -233,7 +233,7 @@ class SQLiteStore:
                 if int(self.meta().get("schema", "0")) < SCHEMA_VERSION:
                     self._upgrade()
                 if TEXT_LINES not in self.meta() or not self._has_read_indexes():
-                    self._add_line_counts()
+                    self._add_read_aids()
             if not readonly:
                 self.conn.execute("PRAGMA synchronous = NORMAL")
         except BaseException as exc:
@@ -266,8 +266,7 @@ class SQLiteStore:
             for statement in filter(str.strip, (_SCHEMA + _SCHEMA_2).split(";")):
                 self.conn.execute(statement)
             self._create_lexical()
-            for statement in _READ_INDEXES.values():
-                self.conn.execute(statement)
+            self._create_read_indexes(self.conn)
             self.conn.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
                 [("app", APP_ID), ("schema", str(SCHEMA_VERSION)), ("uuid", uuid.uuid4().hex), (TEXT_LINES, "0:-1")],
@@ -277,11 +276,15 @@ class SQLiteStore:
         q = f"SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ({','.join('?' * len(_READ_INDEXES))})"
         return int(self.conn.execute(q, tuple(_READ_INDEXES)).fetchone()[0]) == len(_READ_INDEXES)
 
-    def _add_line_counts(self) -> None:
+    @staticmethod
+    def _create_read_indexes(conn: sqlite3.Connection) -> None:
+        for statement in _READ_INDEXES.values():
+            conn.execute(statement)
+
+    def _add_read_aids(self) -> None:
         """Give a DB written before them the read indexes and the line counter (one scan each, once)."""
         with self.transaction() as c:
-            for statement in _READ_INDEXES.values():
-                c.execute(statement)
+            self._create_read_indexes(c)
             if c.execute("SELECT 1 FROM meta WHERE key = ?", (TEXT_LINES,)).fetchone() is None:
                 self._set_text_lines(self.text_vector_count(), self._top_text_line())
 

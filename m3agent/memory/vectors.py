@@ -407,8 +407,7 @@ class TextVectors:
         queries = np.asarray(queries, np.float32).reshape(-1, self.dim)
         scope = self.scope(video_ids)
         in_scope = set(scope)
-        everywhere = len(in_scope) == len(self.videos)  # (an all-videos search: no sum over a hundred videos)
-        n_scope = len(self) if everywhere else sum(len(self.videos[v]) for v in in_scope)
+        n_scope = self.lines_in(in_scope)
         kinds = tuple(int(k) for k in kinds)
         if restrict is None and self._ann_wanted(n_scope):
             if self.ann is None:
@@ -418,6 +417,14 @@ class TextVectors:
             if hits is not None:
                 return hits
         return self._exact_lines(queries, scope, before_clip, want, restrict, kinds)
+
+    def everywhere(self, scope: set[int]) -> bool:
+        """Whether a scope (videos that hold lines, :meth:`scope`) is every video."""
+        return len(scope) == len(self.videos)
+
+    def lines_in(self, scope: set[int]) -> int:
+        """How many lines the videos of ``scope`` hold (every line without a sum over a hundred videos)."""
+        return len(self) if self.everywhere(scope) else sum(len(self.videos[v]) for v in scope)
 
     def scope(self, video_ids: list[int] | None) -> list[int]:
         """The videos searched that hold lines (all with None)."""
@@ -532,7 +539,7 @@ class TextVectors:
         video, clip = flat["video"][pos], flat["clip"][pos].astype(np.int32)
         ok = found & kind_ok[flat["kind"][pos].astype(np.uint8)]
         ok &= visible(clip, flat["valid_from"][pos], flat["dead_at"][pos], before_clip)
-        everywhere = len(scope) == len(self.videos)
+        everywhere = self.everywhere(scope)
         if not everywhere:
             ok &= np.isin(video, np.fromiter(scope, np.int64, len(scope)))
         if not found.all():  # lines added after the table was built
