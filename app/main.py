@@ -10,6 +10,7 @@ import io
 import os
 from collections.abc import Sequence
 
+from m3agent.app_guard import WILDCARDS, AppGuard, in_cache, served_as
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
 from m3agent.workspace import APP_CHAT_BACKENDS, ChatChoice, Workspace
@@ -296,6 +297,17 @@ def theme():
     return gr.themes.Default(font=system, font_mono=["ui-monospace", "monospace"])
 
 
+def guard(config: Config, workspace: Workspace):
+    """The middleware in front of Gradio's routes: only the app's own host names, pages of its own origin,
+    and on the file route only the folder's videos and the media Gradio cached for the page."""
+    from gradio.utils import get_upload_folder
+    from starlette.middleware import Middleware
+
+    cached = in_cache(get_upload_folder())
+    return Middleware(AppGuard, hosts=served_as(config.app.host, config.app.allowed_hosts),
+                      serves=lambda path: workspace.folder.holds_video(path) or cached(path))
+
+
 def launch(config: Config, cli_args: Sequence[str] = (), *, block: bool = True):
     """Open the app on ``config.app.host:port``; returns ``(demo, url, workspace)`` when not blocking."""
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
@@ -303,14 +315,19 @@ def launch(config: Config, cli_args: Sequence[str] = (), *, block: bool = True):
     os.environ.setdefault("GRADIO_TEMP_DIR", str(workspace.folder.state_dir / "gradio"))
     demo = build_app(workspace)
     demo.queue(default_concurrency_limit=1)
+    # allowed_paths lets Gradio copy a returned video into its cache; what is served is guard()'s rule, and
+    # ssr_mode/num_workers keep every request on the guarded Python server (no Node proxy, no file workers)
     _, url, _ = demo.launch(server_name=config.app.host, server_port=config.app.port or None, share=False,
                             quiet=True, prevent_thread_lock=True, show_error=True, inbrowser=False,
                             allowed_paths=[str(workspace.folder.root)], footer_links=[],
-                            max_file_size=f"{config.app.max_upload_mb}mb", theme=theme(), css=CSS,
-                            enable_monitoring=False, mcp_server=False)
+                            app_kwargs={"middleware": [guard(config, workspace)]}, ssr_mode=False,
+                            num_workers=0, max_file_size=f"{config.app.max_upload_mb}mb", theme=theme(),
+                            css=CSS, enable_monitoring=False, mcp_server=False)
     if not block:
         return demo, url, workspace
     print(f"m3agent app: {url} (data folder {workspace.folder.root}); Ctrl-C stops", flush=True)
+    if config.app.host in WILDCARDS:
+        print("other machines reach it only by the names in app.allowed_hosts", flush=True)
     try:
         demo.block_thread()
     finally:

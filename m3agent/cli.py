@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from m3agent.config import Config, load_config
 from m3agent.errors import M3AgentError
+from m3agent.terminal import dumps, safe
 
 EXIT_USAGE = 2
 
@@ -28,8 +29,11 @@ def _open(args, config: Config, *, create: bool = False, readonly: bool = False)
 
 
 def _print_json(data) -> None:
-    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
+    sys.stdout.write(dumps(data, indent=2) + "\n")
+
+
+def _warn(command: str, text: str) -> None:
+    print(f"m3agent {command}: {safe(text, one_line=True)}", file=sys.stderr)
 
 
 def cmd_inspect(args, config: Config) -> int:
@@ -40,21 +44,24 @@ def cmd_inspect(args, config: Config) -> int:
     if args.json:
         _print_json(info)
         return 0 if info.get("integrity", "ok") == "ok" else 1
-    print(f"{info['path']}  schema {info['schema']}  {info['bytes'] / 1e6:.1f} MB  embedder {info['embedder']}")
+    print(safe(f"{info['path']}  schema {info['schema']}  {info['bytes'] / 1e6:.1f} MB  embedder {info['embedder']}"))
     nodes = info["nodes"]
     print("nodes: " + ", ".join(f"{k} {v}" for k, v in nodes.items()) + f"; edges {info['edges']}")
     for v in info["videos"]:
-        print(f"  video {v['id']} {v['name']!r}: {v['clips']} clips (last {v['last_clip']}), "
-              f"{v['characters']} characters, {v['names']} named")
+        print(safe(f"  video {v['id']} {v['name']!r}: {v['clips']} clips (last {v['last_clip']}), "
+                   f"{v['characters']} characters, {v['names']} named", one_line=True))
     if args.check:
         print(f"integrity: {info['integrity']}")
     return 0 if info.get("integrity", "ok") == "ok" else 1
 
 
+QUERY_LINE = 100_000  # the longest line of a --queries file (characters)
+
+
 def _search_queries(args) -> list[dict]:
     """The queries of one search command: the positional one, or ``--queries FILE`` (a query a line, as
     text or ``{"query", "id"}``); a line that is neither is reported in the results, not fatal."""
-    from m3agent.jsonl import numbered_lines, read_text
+    from m3agent.jsonl import LineError, file_lines, loads, too_long
     from m3agent.memory.search import QueryError
 
     if args.queries is None:
@@ -63,14 +70,18 @@ def _search_queries(args) -> list[dict]:
         return [{"id": None, "query": args.query}]
     if args.query is not None:
         raise QueryError("give a query or --queries FILE, not both")
-    text = read_text(args.queries, error=QueryError, unreadable="cannot read --queries {source}: {reason}")
     out = []
-    for number, line in numbered_lines(text):
+    lines = file_lines(args.queries, error=QueryError, unreadable="cannot read --queries {source}: {reason}",
+                       max_line=QUERY_LINE)
+    for number, line in lines:
+        if line is None:
+            out.append({"id": number, "query": None, "error": f"line {too_long(QUERY_LINE)}"})
+            continue
         item: dict = {"id": number, "query": line}
         if line.lstrip().startswith("{"):
             try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
+                value = loads(line)
+            except LineError:
                 value = None
             if not isinstance(value, dict) or not isinstance(value.get("query"), str):
                 item = {"id": number, "query": None, "error": 'not a query: give text or {"query": ..., "id": ...}'}
@@ -82,15 +93,21 @@ def _search_queries(args) -> list[dict]:
 
 def cmd_search(args, config: Config) -> int:
     from m3agent.memory.model import DECLARATIVE_KINDS, NodeKind
-    from m3agent.memory.search import QueryError, check_before_clip, check_query
+    from m3agent.memory.search import (
+        QueryError,
+        check_before_clip,
+        check_count,
+        check_query,
+        check_threshold,
+    )
 
     queries = _search_queries(args)
     if args.queries is None:
         check_query(args.query)  # bad input fails before the embedder loads
     check_before_clip(args.before_clip)
-    for flag, value in (("--top-k", args.top_k), ("--lines", args.lines)):
-        if value is not None and value < 1:
-            raise QueryError(f"{flag} must be >= 1 (got {value})")
+    check_count("--top-k", args.top_k)
+    check_count("--lines", args.lines)
+    check_threshold("--threshold", args.threshold)
     kinds = (NodeKind.PROCEDURAL,) if args.procedural else DECLARATIVE_KINDS
     with _open(args, config, readonly=True) as graph:
         for item in queries:
@@ -107,7 +124,7 @@ def cmd_search(args, config: Config) -> int:
                 else:
                     item = {**item, **result.to_dict()}
             if args.queries is not None:
-                sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
+                sys.stdout.write(dumps(item) + "\n")
             elif args.json:
                 _print_json(item if args.lines else result.to_dict())
             else:
@@ -119,16 +136,16 @@ def _print_result(result, all_videos: bool) -> None:
     if result.lines:
         for line in result.lines:
             rid = f"{line['id']} " if line["id"] is not None else ""
-            print(f"[{rid}rank {line['rank_score']:.4f} cosine {line['score']:.3f} bm25 {line['lexical']:.2f}] "
-                  f"{line['text']}")
+            print(f"[{safe(rid)}rank {line['rank_score']:.4f} cosine {line['score']:.3f} bm25 {line['lexical']:.2f}] "
+                  f"{safe(line['text'], one_line=True)}")
         return
     if result.empty:
         print("no memory matches this query")
     for clip in result.clips:
-        where = f"{clip.video} " if all_videos else ""
+        where = f"{safe(clip.video, one_line=True)} " if all_videos else ""
         print(f"[{where}clip {clip.id} {clip.start:.0f}-{clip.end:.0f}s score {clip.score:.3f}]")
         for line in clip.lines:
-            print(f"  {line}")
+            print(f"  {safe(line, one_line=True)}")
 
 
 def cmd_remember(args, config: Config) -> int:
@@ -138,7 +155,7 @@ def cmd_remember(args, config: Config) -> int:
 
     records, problems = read_records(args.jsonl)  # a bad file fails before any model loads
     for number, reason in problems:
-        print(f"m3agent remember: {args.jsonl} line {number} skipped: {reason}", file=sys.stderr)
+        _warn("remember", f"{args.jsonl} line {number} skipped: {reason}")
     policy = None
     if args.policy == "chat":  # a chat model decides what to keep, with memory tools (m3agent.memops)
         from m3agent.memops.policy import ChatPolicy, policy_chat
@@ -150,12 +167,18 @@ def cmd_remember(args, config: Config) -> int:
     with graph:
         from tqdm import tqdm
 
-        with tqdm(total=len(records), desc=f"remember {args.source}", unit="record", disable=args.quiet,
+        with tqdm(total=len(records), desc=safe(f"remember {args.source}", one_line=True), unit="record", disable=args.quiet,
                   file=sys.stderr) as bar:
             if policy is not None:
                 report = policy.build(graph, args.source, records, progress=bar.update)
             else:
                 report = graph.remember(args.source, records, procedural=args.procedural, progress=bar.update)
+    if getattr(report, "forgotten", 0):  # the chat policy's report has no such count
+        _warn("remember", f"{report.forgotten} records were forgotten earlier (m3agent forget) and are not stored again")
+    if getattr(report, "changed", None):
+        shown = ", ".join(repr(i) for i in report.changed[:10]) + (" ..." if len(report.changed) > 10 else "")
+        _warn("remember", f"{len(report.changed)} records were stored before with other text; the stored lines "
+                          f"are kept (ids {shown})")
     _print_json({**report.to_dict(), "skipped_lines": len(problems)})
     return 1 if problems and not records else 0
 
@@ -174,7 +197,7 @@ def cmd_import_m3(args, config: Config) -> int:
     with _open(args, config, create=True) as graph:
         stats = graph.import_m3(source, name, clip_seconds=args.clip_seconds)
     if stats.get("empty_lines"):
-        print(f"m3agent import-m3: skipped {stats['empty_lines']} empty memory lines of {args.pickle}", file=sys.stderr)
+        _warn("import-m3", f"skipped {stats['empty_lines']} empty memory lines of {args.pickle}")
     _print_json(stats)
     return 0
 
@@ -218,7 +241,7 @@ def cmd_memorize(args, config: Config) -> int:
             return 130
     _print_json(report.to_dict())
     if report.truncated:  # what could be read is memorized (exit 0), but the rest of the file is missing
-        print(f"m3agent memorize: warning: {args.video} {report.note}", file=sys.stderr)
+        _warn("memorize", f"warning: {args.video} {report.note}")
     return 0
 
 
@@ -273,14 +296,14 @@ def cmd_ask(args, config: Config) -> int:
     if args.json:
         _print_json(answer.to_dict())
         return 0
-    print(answer.answer or "(no answer)")
+    print(safe(answer.answer) if answer.answer else "(no answer)")
     model_rounds = 0
     for step in answer.rounds:
         if step.by == "model":
             model_rounds += 1
         label = f"round {model_rounds}" if step.by == "model" else step.by
         if step.action == "search":
-            print(f"  {label}: search {step.content!r} -> clips {_format_hits(step.hits)}")
+            print(f"  {label}: search {safe(repr(step.content))} -> clips {_format_hits(step.hits)}")
         else:
             print(f"  {label}: answer")
     print(f"  {answer.seconds:.1f} s, {model_rounds} model rounds, {answer.tokens} tokens")
@@ -326,9 +349,11 @@ def cmd_bench_m3(args, config: Config) -> int:
     from m3agent.config import ConfigError
     from m3agent.eval.annotations import read_annotations
     from m3agent.jobs.bench import BenchInterrupted, BenchSetup, results_path, run_bench
+    from m3agent.outfolder import fingerprint
 
     items = read_annotations(args.annotations, fmt=args.format, evidence=args.evidence,
                              clip_seconds=config.memorize.perception.clip_seconds)
+    questions = fingerprint(items)  # the run folder belongs to the whole file: --duration and --limit take a part
     if args.duration:
         items = [item for item in items if item.duration == args.duration]
     if args.limit is not None:
@@ -351,8 +376,8 @@ def cmd_bench_m3(args, config: Config) -> int:
                        chat=lambda: factory.build_chat(config.control.chat),
                        judge=lambda: factory.build_judge(config.bench.judge),
                        judge_label=factory.judge_label(config.bench.judge),
-                       videos=Path(args.videos) if args.videos else None, progress=bar.update,
-                       notice=lambda text: bar.write(text) if not args.quiet else None)
+                       videos=Path(args.videos) if args.videos else None, questions=questions,
+                       progress=bar.update, notice=lambda text: bar.write(text) if not args.quiet else None)
     context = _bench_context(args, config)
     if args.feedback:
         from m3agent.jobs.bench_feedback import run_feedback_bench
@@ -435,12 +460,14 @@ def cmd_bench_memorybench(args, config: Config) -> int:
     from m3agent.config import ConfigError
     from m3agent.eval.memorybench.records import load_records
     from m3agent.jobs.memorybench import MemoryBenchSetup, run_memorybench
+    from m3agent.outfolder import fingerprint
 
     data = args.data or os.environ.get("MEMORY_BENCH_PATH")
     if not data:
         raise ConfigError("give --data PATH (or set MEMORY_BENCH_PATH): MemoryBench records, JSON lines or the "
                           "published dataset folder")
     records = load_records(data)
+    whole = fingerprint(records)  # the run folder belongs to all the records: --datasets takes a part
     if args.datasets:
         wanted = {d.strip() for d in args.datasets.split(",")}
         records = [r for r in records if r.dataset in wanted or r.problem]
@@ -454,7 +481,7 @@ def cmd_bench_memorybench(args, config: Config) -> int:
     setup = MemoryBenchSetup(out=Path(args.out), config=config, embedder=lambda: factory.build_embedder(config.embedder),
                              chat=lambda: factory.build_chat(mb.answer), user=lambda: factory.build_chat(mb.user),
                              judge=lambda: factory.build_chat(mb.judge), corpus_dir=corpus if corpus.is_dir() else None,
-                             progress=bar.update, notice=lambda text: bar.write(text) if not args.quiet else None)
+                             data=whole, progress=bar.update, notice=lambda text: bar.write(text) if not args.quiet else None)
     context = {"command": "m3agent " + " ".join(sys.argv[1:]) if sys.argv else "m3agent bench memorybench",
                "systems": config.bench.memorybench.systems,
                "answer model": f"{mb.answer.backend} {mb.answer.model}".strip(),
@@ -509,7 +536,7 @@ def cmd_demo(args, config: Config) -> int:
     from m3agent.jobs.demo import run_demo
 
     workdir = args.workdir or os.path.join(os.path.expanduser("~"), ".cache", "m3agent", "demo")
-    summary = run_demo(workdir, config, questions=args.question or None)
+    summary = run_demo(workdir, config, questions=args.question or None, out=lambda text: print(safe(text)))
     if args.json:
         _print_json(summary)
     return 0
@@ -708,7 +735,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_train_data)
 
-    p = sub.add_parser("forget", help="remove a person: their faces, voice, lines, and what others said of them")
+    p = sub.add_parser("forget", help="remove a person (or a text source's speaker): their faces, voice, lines, and "
+                                      "what others said of them")
     p.add_argument("db")
     p.add_argument("character", help="character_k, <character_k>, or a name the memory knows them by")
     p.add_argument("--video", default=None)
@@ -746,7 +774,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args, config) or 0)
     except M3AgentError as exc:
         message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"m3agent {args.command}: error: {message}", file=sys.stderr)
+        print(f"m3agent {args.command}: error: {safe(message, one_line=True)}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0

@@ -247,10 +247,14 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class AppConfig:
-    """``m3agent app``: the Gradio demo. It reads and serves files only inside ``data_dir``."""
+    """``m3agent app``: the Gradio demo. It reads files only inside ``data_dir`` and serves only the videos
+    there and the media Gradio caches for the page (face crops, voice samples): never a memory DB or ``.app/``."""
 
     data_dir: str = "m3agent-data"  # videos, uploads (uploads/), memories (memories/), the app's state (.app/)
     host: str = "127.0.0.1"  # another address makes the app reachable from other machines: on purpose only
+    #: names the app also answers as, space-separated, beside 127.0.0.1, localhost, [::1] and ``host`` (unless
+    #: 0.0.0.0): the machine's names or addresses when bound to 0.0.0.0. Any other Host header is refused
+    allowed_hosts: str = ""
     port: int = 7860  # 0: a free port
     max_upload_mb: int = 2048
     video_types: str = ".mp4 .mkv .mov .webm .avi .m4v"  # file name endings an upload may have
@@ -401,6 +405,9 @@ _SIGNED = {SearchConfig: {"threshold"}, MemoryConfig: {"reinforce_cosine"}, Chat
 _AT_MOST_ONE = {IndexConfig: {"target_recall"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"gpu_memory"},
                 JudgeConfig: {"f1"}, TrainConfig: {"val_fraction"}}
 
+#: no setting counts past this (the largest whole number a float and JSON keep exactly; SQLite stops at 2**63)
+_LARGEST = 2**53
+
 
 def _check_numbers(settings: Any, prefix: str = "") -> None:
     """Every number finite and in its range, so that fps=0 or top_k=0 fails here, not deep in a run."""
@@ -421,6 +428,8 @@ def _check_numbers(settings: Any, prefix: str = "") -> None:
             rule = "be >= 0"
         elif value > 1 and f.name in _AT_MOST_ONE.get(kind, ()):
             rule = "be <= 1"
+        elif abs(value) > _LARGEST:
+            rule = f"be at most {_LARGEST:.0e} in size"
         if rule:
             raise ConfigError(f"{path} must {rule} (got {value:g})" if isinstance(value, float) else
                               f"{path} must {rule} (got {value})")

@@ -1,4 +1,4 @@
-"""The one folder the app reads and serves: its videos, uploads and memory DBs.
+"""The one folder the app reads: its videos, uploads and memory DBs; of these it serves only the videos.
 
 Every path the app touches comes from a person (a dropdown value, an upload's name, a DB's recorded
 video path) and goes through :meth:`DataFolder.resolve`, which refuses anything outside the folder after
@@ -54,10 +54,18 @@ class DataFolder:
         if not text or "\x00" in text:
             raise DataFolderError("no path given" if not text else "a path may not contain NUL")
         candidate = Path(text) if os.path.isabs(text) else self.root / text
-        real = candidate.resolve()
+        try:
+            real = candidate.resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            raise DataFolderError(f"{text}: {exc}") from exc
         if real != self.root and self.root not in real.parents:
             raise DataFolderError(f"{text} is outside the data folder {self.root}")
         return real
+
+    def holds_video(self, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` is a video :meth:`videos` would list, once symlinks are followed: the only files
+        of the folder the app serves (never a memory DB, its WAL, vectors, lock or log, nor ``.app/``)."""
+        return listed_file(self.root, path, self.video_types)
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         return self.resolve(path).relative_to(self.root).as_posix()
@@ -115,6 +123,18 @@ class DataFolder:
         shutil.copyfile(temp, target)
         os.chmod(target, 0o600)
         return target
+
+
+def listed_file(root: Path, path: str | os.PathLike[str], suffixes: tuple[str, ...]) -> bool:
+    """Whether ``path`` (absolute, or relative to the real folder ``root``), once symlinks are followed, is a
+    file a listing of ``root`` shows: inside it, under no hidden name, ending in one of ``suffixes``."""
+    try:
+        real = (root / os.fspath(path)).resolve()
+        parts = real.relative_to(root).parts
+    except (OSError, RuntimeError, ValueError):  # a NUL, a symlink loop, a path outside root
+        return False
+    return (bool(parts) and not any(part.startswith(".") for part in parts)
+            and real.name.lower().endswith(suffixes) and real.is_file())
 
 
 def _digest(path: Path) -> str:

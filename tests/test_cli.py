@@ -179,7 +179,7 @@ def test_search_inputs_that_would_silently_find_nothing(db, capsys):
         assert "the search query is empty" in one_line_error(capsys, "search", "search", db, query)
     assert "before_clip must be a clip number >= 0 (got -1)" in one_line_error(
         capsys, "search", "search", db, "cooks pasta", "--before-clip", "-1")
-    assert "--top-k must be >= 1 (got 0)" in one_line_error(capsys, "search", "search", db, "cooks pasta",
+    assert "--top-k must be a whole number from 1 to 10,000 (got 0)" in one_line_error(capsys, "search", "search", db, "cooks pasta",
                                                             "--top-k", "0")
     everything = run(capsys, "search", db, "cooks pasta in the kitchen", "--threshold", "0.05", "--json")
     assert json.loads(everything[1])["clips"]
@@ -270,7 +270,7 @@ def test_remember_and_search_refuse_what_they_cannot_use(tmp_path, capsys, db):
     code, _, err = run(capsys, "search", db)
     assert code == 2 and "give a query" in err
     code, _, err = run(capsys, "search", db, "x", "--lines", "0")
-    assert code == 2 and "--lines must be >= 1" in err
+    assert code == 2 and "--lines must be a whole number from 1 to 10,000" in err
     code, _, err = run(capsys, "--set", "memory.search.retrieval=bm42", "search", db, "x")
     assert code == 2 and "memory.search.retrieval must be one of" in err
 
@@ -290,3 +290,73 @@ def test_characters_and_timeline_commands_print_the_views(kitchen, capsys):
     assert [c["clip"] for c in clips] == [0, 1, 2] and all(
         "Alice" in ln["text"] or ln["text"].startswith("Equivalence: face_") for c in clips for ln in c["lines"])
     assert main(["timeline", path, "--character", "Zed"]) == 2
+
+
+# ---------------------------------------------------------------- issue 26: hostile text, numbers and files
+
+HOSTILE = ["\x1b]0;pwned\x07", "\x1b[2J", "\u202e", "\x9b31m"]
+
+
+def _records_file(tmp_path, rows):
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
+def test_a_lone_surrogate_loses_only_its_own_line(tmp_path, capsys):
+    db = str(tmp_path / "text.db")
+    path = _records_file(tmp_path, [{"id": "a", "text": "the red kite flew"}, '{"id": "b", "text": "bad \\ud800"}',
+                                    {"id": "c", "text": "the blue kite fell"}])
+    code, out, err = run(capsys, "--set", "embedder.backend=hashing", "remember", db, "--source", "s", "--jsonl",
+                         str(path), "--quiet")
+    assert code == 0 and "Traceback" not in err and "line 2 skipped: not JSON (holds a lone surrogate \\ud800" in err
+    assert json.loads(out)["added"] == 2
+    queries = tmp_path / "q.txt"
+    queries.write_text('{"query": "kite \\udc00"}\nkite\n')
+    code, out, err = run(capsys, "--set", "embedder.backend=hashing", "search", db, "--queries", str(queries),
+                         "--lines", "1")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and "error" in rows[0] and rows[1]["lines"]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text('{"question": "Who? \\ud800"}\n')
+    assert "questions.jsonl:1: not valid JSON: holds a lone surrogate" in one_line_error(
+        capsys, "qa", "qa", db, str(questions), "--out", str(tmp_path / "a.jsonl"))
+    assert not (tmp_path / "a.jsonl").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--top-k", str(10**20)], "--top-k must be a whole number from 1 to 10,000"),
+    (["--lines", str(2**70)], "--lines must be a whole number from 1 to 10,000"),
+    (["--threshold", "inf"], "--threshold must be a cosine similarity from -1 to 1 (got inf)"),
+    (["--threshold", "nan"], "--threshold must be a cosine similarity from -1 to 1 (got nan)"),
+    (["--threshold", "-1.5"], "--threshold must be a cosine similarity"),
+    (["--set", f"memory.search.top_k={2**70}"], "memory.search.top_k must be at most"),
+])
+def test_numbers_no_search_can_use_are_one_line_errors(db, capsys, argv, message):
+    options = [a for a in argv if a == "--set" or "=" in a]
+    rest = [a for a in argv if a not in options]
+    assert message in one_line_error(capsys, "search", *options, "search", db, "kitchen", *rest)
+
+
+def test_stored_escape_sequences_never_reach_the_terminal(tmp_path, capsys):
+    db = str(tmp_path / "text.db")
+    rows = [{"id": f"r{i}", "text": f"the kite {h} flew", "speaker": f"Eve{h}", "session": "1"}
+            for i, h in enumerate(HOSTILE)]
+    hashing = ["--set", "embedder.backend=hashing"]
+    assert run(capsys, *hashing, "remember", db, "--source", "s\x1b[2J", "--jsonl", str(_records_file(tmp_path, rows)),
+               "--quiet")[0] == 0
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Action: [Answer]\nContent: the kite \x1b[2J\u202e flew"]))
+    chat = ["--set", "control.chat.backend=scripted", "--set", f"control.chat.model={replies}"]
+    outputs = [run(capsys, *hashing, *argv) for argv in (
+        ["search", db, "kite", "--threshold", "-1"], ["search", db, "kite", "--lines", "9"],
+        ["search", db, "kite", "--lines", "9", "--json"], ["search", db, "kite", "--all-videos"],
+        ["timeline", db], ["characters", db], ["export", db], ["inspect", db], [*chat, "ask", db, "kite?"],
+        ["search", db, "kite", "--video", "nothing\x1b[2J"])]
+    assert [code for code, _, _ in outputs] == [0] * 9 + [2]
+    for _, out, err in outputs:
+        printed = out + err
+        assert not any(c in printed for c in ("\x1b", "\u202e", "\x9b", "\x07")), printed
+    assert "\\x1b[2J" in outputs[0][1] and "\\u202e" in outputs[1][1]
+    assert any("the kite \x1b[2J flew" in line["text"] for line in json.loads(outputs[2][1])["lines"])  # JSON: exact

@@ -45,6 +45,28 @@ def test_listing_finds_videos_and_memories_but_not_the_apps_state(folder):
     assert folder.memory_for("a/b/talk.MP4") == folder.memories_dir / "talk.db"
 
 
+def test_only_what_the_listing_shows_as_a_video_is_one_the_app_may_serve(folder, tmp_path):
+    (folder.root / "a").mkdir()
+    (folder.root / "a" / "talk.MP4").write_bytes(b"x")
+    (folder.state_dir / "hidden.mp4").write_bytes(b"x")
+    (tmp_path / "outside.mp4").write_bytes(b"x")
+    db = folder.memories_dir / "talk.db"
+    for suffix in ("", "-wal", ".vec", ".lock", ".memorize.jsonl"):
+        (folder.memories_dir / f"talk.db{suffix}").write_bytes(b"x")
+    os.symlink(db, folder.root / "a" / "alias.mp4")
+    os.symlink(folder.root / "a" / "talk.MP4", folder.root / "a" / "alias.db")
+    os.symlink(tmp_path / "outside.mp4", folder.root / "a" / "out.mp4")
+    os.symlink(folder.root / "a" / "loop.mp4", folder.root / "a" / "loop.mp4")
+    assert folder.holds_video("a/talk.MP4") and folder.holds_video(folder.root / "a" / "talk.MP4")
+    assert folder.holds_video("a/alias.db")  # a link to a video is that video
+    for path in ("a/alias.mp4", "a/out.mp4", "a/loop.mp4", ".app/hidden.mp4", "a", "", "a/talk.MP4\x00",
+                 "a/../memories/talk.db", tmp_path / "outside.mp4",
+                 *(f"memories/talk.db{s}" for s in ("", "-wal", ".vec", ".lock", ".memorize.jsonl"))):
+        assert not folder.holds_video(path), path
+    with pytest.raises(DataFolderError):
+        folder.resolve("a/loop.mp4")
+
+
 def test_an_upload_is_checked_as_a_video_then_kept_once(folder, tmp_path):
     temp = tmp_path / "gradio-temp"
     temp.mkdir()

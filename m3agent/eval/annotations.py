@@ -18,14 +18,13 @@ cannot be read at all is an :class:`AnnotationError`.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from m3agent.errors import M3AgentError
-from m3agent.jsonl import json_lines
+from m3agent.jsonl import LineError, json_lines, loads, read_text
 
 MULTI_EVIDENCE = "Multi-Evidence Reasoning"
 TYPE_ALIASES = {"Multi-Detail Reasoning": MULTI_EVIDENCE}
@@ -99,23 +98,21 @@ def read_annotations(path: str | Path, *, fmt: str = "auto", evidence: str | Pat
 
 
 def _load(path: Path):
-    try:
-        if path.suffix == ".parquet":
+    if path.suffix == ".parquet":
+        try:
             import pandas
 
             return pandas.read_parquet(path).to_dict("records")
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise AnnotationError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise AnnotationError(f"{path} is not UTF-8 text: {exc.reason}") from exc
-    except Exception as exc:  # pandas/pyarrow on a file that is not Parquet
-        raise AnnotationError(f"cannot read {path} as Parquet: {exc}") from exc
+        except OSError as exc:
+            raise AnnotationError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        except Exception as exc:  # pandas/pyarrow on a file that is not Parquet
+            raise AnnotationError(f"cannot read {path} as Parquet: {exc}") from exc
+    text = read_text(path, error=AnnotationError)  # UTF-8 or UTF-16 with a BOM, bounded, text only
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return loads(text)
+    except LineError:
         pass
-    message = "{source}:{number}: neither a JSON file nor JSON lines: {exc}"
+    message = "{source}:{number}: neither a JSON file nor JSON lines: {msg}"
     return [record for _, record in json_lines(text, path, error=AnnotationError, message=message)]
 
 
@@ -210,10 +207,11 @@ def _evidence(path: Path, evidence: str | Path | None) -> dict[str, list[int]]:
         if evidence:
             raise AnnotationError(f"evidence file {sidecar} does not exist")
         return {}
+    text = read_text(sidecar, error=AnnotationError, unreadable="cannot read evidence file {source}: {reason}")
     try:
-        data = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AnnotationError(f"cannot read evidence file {sidecar}: {exc}") from exc
+        data = loads(text)
+    except LineError as exc:
+        raise AnnotationError(f"cannot read evidence file {sidecar}: not JSON ({exc.msg})") from exc
     if not isinstance(data, dict) or not all(isinstance(v, list) and all(isinstance(c, int) for c in v)
                                              for v in data.values()):
         raise AnnotationError(f"{sidecar}: expected {{question_id: [clip, ...]}}")

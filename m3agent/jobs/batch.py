@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from m3agent.config import Config
+from m3agent.errors import M3AgentError
+from m3agent.jsonl import LineError, file_lines, loads, too_long
 from m3agent.private import private_dir
 
 log = logging.getLogger(__name__)
@@ -54,19 +56,31 @@ def _safe_name(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", stem) or "video"
 
 
+class VideoListError(M3AgentError, ValueError):
+    """A video list that cannot be read, or a line of it that names no video (the message names the line)."""
+
+
 def read_video_list(path: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
-    """A text file with one video path per line, or JSON lines ``{"video": ..., "name": ...}``."""
+    """A text file with one video path per line, or JSON lines ``{"video": ..., "name": ...}`` (read by
+    :mod:`m3agent.jsonl`: UTF-8 or UTF-16 with a BOM, bounded lines); ``#`` starts a comment line."""
     out = []
     base = Path(path).resolve().parent
-    for raw in Path(path).read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
+    for number, raw in file_lines(path, error=VideoListError, unreadable="cannot read the video list {source}: {reason}",
+                                  max_line=100_000):
+        line = raw.strip() if raw is not None else None
+        if line is not None and (not line or line.startswith("#")):
             continue
-        if line.startswith("{"):
-            item = json.loads(line)
+        try:
+            if line is None:
+                raise LineError(too_long(100_000))
+            item = loads(line) if line.startswith("{") else {"video": line}
             video, name = item["video"], item.get("name")
-        else:
-            video, name = line, None
+            if not isinstance(video, str) or not video.strip() or not isinstance(name, str | None):
+                raise TypeError
+        except LineError as exc:
+            raise VideoListError(f"{path}:{number}: {exc.msg}") from exc
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise VideoListError(f"{path}:{number}: give a video path, or {{\"video\": PATH, \"name\": NAME}}") from exc
         video_path = Path(video)
         out.append((str(video_path if video_path.is_absolute() else base / video_path), name))
     return out

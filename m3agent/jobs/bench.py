@@ -7,13 +7,16 @@ time (several videos at once with ``bench.workers``), and judge them. Every ques
 re-run skips judged questions, judges answered ones again whose verdict is missing (or came from another
 judge), and asks failed ones again. A question that cannot be answered (no memory, a corrupt one, a bad
 annotation, a failing model or judge) gets its reason, and the run goes on. Models load only when a
-question needs them, so a run with no memories at all finishes at once with every reason written.
+question needs them, so a run with no memories at all finishes at once with every reason written. ``--out``
+is a run folder (:mod:`m3agent.outfolder`): it belongs to one annotation file, memory folder and set of
+answering settings, and a re-run resumes only for the same.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -27,13 +30,15 @@ from m3agent.eval.judge import Judge, Verdict, choice_prompt, score_choice
 from m3agent.eval.memories import MemoryPlan, plan_memory
 from m3agent.eval.report import Summary, write_report
 from m3agent.media.fingerprint import content_fingerprint
-from m3agent.private import open_private, private_dir
+from m3agent.outfolder import claim, fingerprint, settings, staged
+from m3agent.private import open_private
 from m3agent.resumable import Appender, ResultsFile
 
 log = logging.getLogger(__name__)
 
 RESULT_KEYS = frozenset({"id", "video", "question", "verdict"})
 RESULTS_NAME = "results.jsonl"
+OWN_NAMES = frozenset({RESULTS_NAME, "report.md", "summary.json", "accuracy_by_type.png", "converted"})
 
 
 class BenchInterrupted(KeyboardInterrupt):
@@ -55,6 +60,7 @@ class BenchSetup:
     judge: Callable[[], Judge]
     judge_label: str  # the judge's label, known without building it (see m3agent.factory.judge_label)
     videos: Path | None = None
+    questions: str = ""  # fingerprint of the annotation file's questions (items may be a part); "": the items run
     progress: Callable[[int], None] | None = None
     notice: Callable[[str], None] = lambda text: log.info("%s", text)
     _built: dict = field(default_factory=dict)
@@ -75,6 +81,28 @@ def load_results(out: str | Path) -> dict[str, dict]:
     return ResultsFile(results_path(out), RESULT_KEYS, "m3agent bench").load()
 
 
+def run_identity(items: Sequence[BenchItem], setup: BenchSetup) -> dict:
+    """What the answers of a run folder depend on, so a re-run reuses them only where these are the same: the
+    questions (the annotation file as read, with its format and evidence; --limit and --duration take a part of
+    it), the memories, the control loop's settings with its search and embedder. Not the judge: each verdict
+    carries its judge's label, and another judge judges the kept answers again."""
+    config = setup.config
+    return {"annotation questions": setup.questions or fingerprint(list(items)),
+            "memories": str(setup.memories.resolve()), **settings(config.control, "control"),
+            **settings(config.memory.search, "memory.search"), **settings(config.memory.index, "memory.index"),
+            **settings(config.embedder, "embedder")}
+
+
+def older_run(out: Path) -> bool:
+    """A folder bench m3 wrote before run folders were marked: only names it writes, its results.jsonl ours
+    (a foreign one is refused by :class:`ResultsFile`)."""
+    names = set(os.listdir(out))
+    if RESULTS_NAME not in names or not names <= OWN_NAMES:
+        return False
+    load_results(out)
+    return True
+
+
 def status(record: dict | None, judge_label: str | None) -> str:
     """``done`` (judged by this judge), ``judge`` (answered, no verdict from it yet) or ``ask``."""
     if record is None or record.get("error") or record.get("answer") is None:
@@ -88,7 +116,7 @@ def status(record: dict | None, judge_label: str | None) -> str:
 def run_bench(items: Sequence[BenchItem], setup: BenchSetup, *, benchmark: str = "M3-Bench",
               context: dict[str, str] | None = None) -> Summary:
     """Answer, judge and report ``items``; returns the summary written to ``setup.out``."""
-    private_dir(setup.out)
+    claim(setup.out, "bench m3", run_identity(items, setup), older=older_run)
     results = ResultsFile(results_path(setup.out), RESULT_KEYS, "m3agent bench")
     earlier = results.load()
     by_video: dict[str, list[BenchItem]] = {}
@@ -125,7 +153,8 @@ def run_bench(items: Sequence[BenchItem], setup: BenchSetup, *, benchmark: str =
     judge_text = "the chosen letter against the key (no judge model)" if choice else setup.judge_label
     if choice and not all(i.multiple_choice for i in items):
         judge_text += f"; free answers: {setup.judge_label}"
-    return write_report(records, setup.out, benchmark, judge_text, context=context)
+    with staged(setup.out) as folder:  # each file of the report replaces the last one's at once
+        return write_report(records, folder, benchmark, judge_text, context=context)
 
 
 def _label(item: BenchItem, judge_label: str | None) -> str | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import sqlite3
 from collections.abc import Sequence
@@ -42,13 +43,17 @@ from m3agent.jobs.bench import (
     _failed,
     _judge_and_write,
     _Writer,
+    older_run,
     ready_memory,
     run_bench,
+    run_identity,
 )
+from m3agent.outfolder import claim, write_text
 from m3agent.private import private_dir
 from m3agent.resumable import ResultsFile
 
 FEEDBACK_SEED = 42
+OWN_NAMES = frozenset({"without", "with", "feedback.json", "feedback.md"})
 
 
 def asking_order(items: Sequence[BenchItem]) -> dict[str, list[BenchItem]]:
@@ -168,6 +173,8 @@ def run_feedback_bench(items: Sequence[BenchItem], setup: BenchSetup, *, benchma
                        correction_rate: float | None = None) -> dict:
     if correction_rate is not None and not 0 <= correction_rate <= 1:
         raise M3AgentError(f"the correction rate must be within 0 and 1 (got {correction_rate})")
+    claim(setup.out, "bench m3 --feedback", {**run_identity(items, setup), "correction rate": correction_rate},
+          older=_older_feedback_run)
     plain = dataclasses.replace(setup.config, control=dataclasses.replace(setup.config.control, lessons=0))
     run_bench(items, dataclasses.replace(setup, out=setup.out / "without", config=plain, _built=setup._built),
               benchmark=benchmark + " (without feedback)", context=context)
@@ -176,9 +183,15 @@ def run_feedback_bench(items: Sequence[BenchItem], setup: BenchSetup, *, benchma
     with_ = {r["id"]: r for r in with_records}
     summary = {"benchmark": benchmark, "correction_rate": "the action model's" if correction_rate is None
                else correction_rate, **compare(items, without, with_), "context": context or {}}
-    (setup.out / "feedback.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-    (setup.out / "feedback.md").write_text(feedback_markdown(summary))
+    write_text(setup.out / "feedback.json", json.dumps(summary, indent=1, ensure_ascii=False))
+    write_text(setup.out / "feedback.md", feedback_markdown(summary))
     return summary
+
+
+def _older_feedback_run(out: Path) -> bool:
+    """A folder ``--feedback`` wrote before run folders were marked: only its names, its plain run's ours."""
+    names = set(os.listdir(out))
+    return "without" in names and names <= OWN_NAMES and older_run(out / "without")
 
 
 def feedback_markdown(summary: dict) -> str:

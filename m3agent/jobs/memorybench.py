@@ -8,11 +8,13 @@ what is done: memory writes are idempotent on record ids, answered cases are not
 malformed record, an empty corpus or a judge reply without a grade is marked with its reason and the run
 goes on. ``report.md`` and ``summary.json`` give, per system and step, the micro mean of normalized scores
 per domain and per task format (the paper's headline), raw means per dataset, and memory and predict time.
+``OUT`` is a run folder (:mod:`m3agent.outfolder`): it belongs to one record set, corpus and set of settings.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -35,10 +37,13 @@ from m3agent.eval.memorybench.split import split_records
 from m3agent.eval.memorybench.systems import MemorySystem, conversation_of, system_spec
 from m3agent.models.embed.base import TextEmbedder
 from m3agent.models.llm.base import ChatModel
+from m3agent.outfolder import OPERATIONAL, claim, fingerprint, settings, write_text
+from m3agent.private import private_dir
 from m3agent.resumable import ResultsFile
 
 RESULT_KEYS = ("id", "system", "driver", "step", "dataset", "test_idx", "prediction", "score", "metric",
                "normalized", "predict_seconds", "problem")
+OWN_NAMES = frozenset({"results.jsonl", "lived.jsonl", "report.md", "summary.json", "memories"})
 
 
 class MemoryBenchError(M3AgentError, ValueError):
@@ -54,6 +59,7 @@ class MemoryBenchSetup:
     user: Callable[[], ChatModel]  # the LLM-as-user
     judge: Callable[[], ChatModel]  # judge-scored metrics
     corpus_dir: Path | None = None
+    data: str = ""  # fingerprint of the records read (those run may be a part); "": the records run
     progress: Callable[[int], None] = lambda n: None
     notice: Callable[[str], None] = lambda text: None
     _models: dict = field(default_factory=dict)
@@ -63,6 +69,28 @@ class MemoryBenchSetup:
         if name not in self._models:
             self._models[name] = getattr(self, name)()
         return self._models[name]
+
+
+def run_identity(records: Sequence[MBRecord], setup: MemoryBenchSetup) -> dict:
+    """What a run folder's results and memories depend on: the records (--datasets takes a part), the corpora,
+    the models and sizes of bench.memorybench (not which systems: each has its own results) and the embedder."""
+    return {"records": setup.data or fingerprint(list(records)),
+            "corpus": str(setup.corpus_dir.resolve()) if setup.corpus_dir else None,
+            **settings(setup.config.bench.memorybench, "bench.memorybench", OPERATIONAL | {"systems"}),
+            **settings(setup.config.embedder, "embedder")}
+
+
+def _results(out: Path) -> ResultsFile:
+    return ResultsFile(out / "results.jsonl", RESULT_KEYS, "m3agent bench memorybench", MemoryBenchError)
+
+
+def older_run(out: Path) -> bool:
+    """A folder bench memorybench wrote before run folders were marked: only its names, its results ours."""
+    names = set(os.listdir(out))
+    if "results.jsonl" not in names or not names <= OWN_NAMES:
+        return False
+    _results(out).load()
+    return True
 
 
 def corpora_for(records: Sequence[MBRecord], corpus_dir: Path | None, notice) -> dict[str, list[dict]]:
@@ -90,7 +118,6 @@ def run_memorybench(records: Sequence[MBRecord], driver: str, setup: MemoryBench
     systems = [system_spec(s.strip()) for s in cfg.systems.split(",") if s.strip()]
     if not systems:
         raise MemoryBenchError("bench.memorybench.systems names no system")
-    setup.out.mkdir(parents=True, exist_ok=True)
     problems = [{"id": r.key, "problem": r.problem} for r in records if r.problem]
     for item in problems:
         setup.notice(f"record {item['id']} skipped: {item['problem']}")
@@ -99,8 +126,9 @@ def run_memorybench(records: Sequence[MBRecord], driver: str, setup: MemoryBench
     test = [r for s in splits.values() for r in s.test]
     if not test:
         raise MemoryBenchError("no usable test case: every record is malformed, or the data is empty")
+    claim(setup.out, "bench memorybench", run_identity(records, setup), older=older_run)
     corpora = corpora_for(train + test, setup.corpus_dir, setup.notice)
-    results = ResultsFile(setup.out / "results.jsonl", RESULT_KEYS, "m3agent bench memorybench", MemoryBenchError)
+    results = _results(setup.out)
     done = results.load()
     lived_file = ResultsFile(setup.out / "lived.jsonl", ("id", "dialog", "reactions", "lessons", "error"),
                              "m3agent bench memorybench", MemoryBenchError)
@@ -109,7 +137,7 @@ def run_memorybench(records: Sequence[MBRecord], driver: str, setup: MemoryBench
     with results.appender() as sink, lived_file.appender() as lived_sink:
         for spec in systems:
             db = setup.out / "memories" / f"{spec.name}-{driver}.db"
-            db.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(db.parent)
             system = MemorySystem.open(spec, db, setup.model("embedder"), top_k=cfg.top_k, lessons=cfg.lessons,
                                        max_tokens=cfg.max_tokens)
             try:
@@ -147,8 +175,8 @@ def run_memorybench(records: Sequence[MBRecord], driver: str, setup: MemoryBench
                         sizes={name: (len(s.train), len(s.test)) for name, s in splits.items()})
     summary["driver"] = driver
     summary["context"] = context or {}
-    (setup.out / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-    (setup.out / "report.md").write_text(markdown(summary))
+    write_text(setup.out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
+    write_text(setup.out / "report.md", markdown(summary))
     return summary
 
 

@@ -14,9 +14,6 @@ is refused untouched, as is a file answering other questions under the same ids.
 
 from __future__ import annotations
 
-import codecs
-import io
-import json
 import os
 import statistics
 from collections.abc import Callable
@@ -26,6 +23,7 @@ from pathlib import Path
 from m3agent.config import ControlConfig
 from m3agent.control import Answer, Controller, Question
 from m3agent.errors import M3AgentError
+from m3agent.jsonl import LineError, file_lines, loads, too_long
 from m3agent.memory.search import QueryError
 from m3agent.resumable import Appender, ResultsFile, ResultsFileError
 
@@ -75,20 +73,30 @@ class QAReport:
                 f"of {self.total}{timing}")
 
 
+#: the longest line of a questions file (characters): a question is a sentence, a record a few fields
+MAX_QUESTION_LINE = 1_000_000
+
+
 def read_questions(path: str | Path) -> list[QAItem]:
+    """The questions of a file read by the project's one reader (:mod:`m3agent.jsonl`: UTF-8 or UTF-16 with a
+    BOM, bounded lines, text only); a line that is no question is an error naming it, before any model loads."""
     items: list[QAItem] = []
     seen: set[str] = set()
-    for number, raw in enumerate(io.StringIO(_read_text(path)), 1):
+    lines = file_lines(path, error=QuestionFileError, unreadable="cannot read {source}: {reason}",
+                       max_line=MAX_QUESTION_LINE)
+    for number, raw in lines:
+        if raw is None:
+            raise QuestionFileError(f"{path}:{number}: {too_long(MAX_QUESTION_LINE)}")
         line = raw.strip()
-        if not line:
-            continue
         if line.startswith("{"):
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise QuestionFileError(f"{path}:{number}: not valid JSON: {exc}") from exc
+                record = loads(line)
+            except LineError as exc:
+                raise QuestionFileError(f"{path}:{number}: not valid JSON: {exc.msg}") from exc
         else:
             record = {"question": line}
+        if not isinstance(record, dict):
+            raise QuestionFileError(f"{path}:{number}: not a question: give text or a JSON object")
         text = record.pop("question", None)
         if not isinstance(text, str) or not text.strip():
             raise QuestionFileError(f"{path}:{number}: no \"question\" text")
@@ -107,29 +115,6 @@ def read_questions(path: str | Path) -> list[QAItem]:
             record["reference"] = record.pop("answer")
         items.append(QAItem(qid, question, record))
     return items
-
-
-def _read_text(path: str | Path) -> str:
-    """The file as text: UTF-8 (a BOM is skipped) or UTF-16 with its BOM (Windows Notepad's "Unicode").
-    Another encoding or a binary file is an error naming the line, never a traceback or garbled questions."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise QuestionFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError as exc:
-            raise QuestionFileError(f"{path}: not UTF-16 text after its UTF-16 mark: {exc.reason}") from exc
-    if b"\0" in data:  # text other than UTF-16 has none
-        line = data.count(b"\n", 0, data.index(b"\0")) + 1
-        raise QuestionFileError(f"{path}:{line}: NUL byte: not a text file of questions")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise QuestionFileError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save the "
-                                "questions as UTF-8") from exc
 
 
 def answers_path(questions: str | Path, out: str | Path | None = None) -> Path:

@@ -27,7 +27,6 @@ stream.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 
 from m3agent.config import MemoryBuildConfig
 from m3agent.errors import M3AgentError
+from m3agent.jsonl import LineError, loads
 from m3agent.memory.edits import live_lines, retire_lines
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind, TextNode
@@ -45,6 +45,7 @@ KINDS = ("core", "semantic", "episodic")
 _LINE_KINDS = {"semantic": NodeKind.SEMANTIC, "episodic": NodeKind.EPISODIC}
 _ID = re.compile(r"^\[?\s*(\d+)\s*\]?$")
 CORE_KEY = "core"  # the source's metadata key holding the core block
+MAX_ID = 2**63 - 1  # the largest id SQLite can hold: a larger one names no line
 
 
 class ToolCallError(M3AgentError, ValueError):
@@ -112,8 +113,8 @@ def parse_tool_calls(reply: str, max_calls: int = 16) -> ParsedReply:
         if not line.startswith(("{", "[{")):
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
+            value = loads(line)
+        except LineError as exc:
             errors.append(ToolResult(None, False, f"line {number} is not one JSON object ({exc.msg}); "
                                                   "write each call as a JSON object on a line of its own"))
             continue
@@ -140,7 +141,7 @@ def _call(value: object) -> ToolCall:
         if not isinstance(query, str) or not query.strip():
             raise ToolCallError("search needs a \"query\" (text)")
         k = value.get("k")
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_ID):
             raise ToolCallError("search \"k\" must be a whole number >= 1")
         return ToolCall("search", query=" ".join(query.split()), k=k)
     kind = value.get("kind")
@@ -159,10 +160,10 @@ def _call(value: object) -> ToolCall:
 
 
 def _node_id(value: object, tool: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ID:
         return value
     match = _ID.match(str(value).strip()) if isinstance(value, str) else None
-    if match:
+    if match and len(match.group(1)) <= 18:
         return int(match.group(1))
     raise ToolCallError(f"{tool} needs the \"id\" of a line (a number shown in brackets), got {value!r}")
 

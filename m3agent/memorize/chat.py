@@ -10,10 +10,10 @@ semantics (equivalences, stated names) are kept alongside the model's lines by d
 from __future__ import annotations
 
 import io
-import json
 import logging
 import re
 
+from m3agent.jsonl import LineError, loads
 from m3agent.memorize.base import Memorizer, MemoryLines
 from m3agent.memorize.grounded import GroundedMemorizer, clock
 from m3agent.memory.tags import parse_tags
@@ -41,8 +41,8 @@ def parse_memory_json(text: str) -> MemoryLines | None:
     if not match:
         return None
     try:
-        data = json.loads(match.group(0))
-    except json.JSONDecodeError:
+        data = loads(match.group(0))  # a lone surrogate in a model's JSON is no line memory can store
+    except LineError:
         return None
     if not isinstance(data, dict):
         return None

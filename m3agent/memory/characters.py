@@ -1,4 +1,5 @@
-"""Characters: face and voice nodes of one person, joined through ``Equivalence:`` lines.
+"""Characters: face and voice nodes of one person, joined through ``Equivalence:`` lines, and each speaker of a
+text source (a person its records name, never joined to anyone).
 
 Each voice keeps only the face its equivalence lines vote for most (summed edge weight; ties go to
 the lower face id), then union-find over the kept equivalences gives the groups. A character is
@@ -46,7 +47,8 @@ class CharacterMap:
         return self._of.get(node_id)
 
     def member_tags(self, character: int) -> list[str]:
-        return [tag(TAG_OF_KIND[self.kinds[n]], n) for n in self.members.get(character, [])]
+        """``<face_3>``, ``<voice_9>``; a speaker, who has no tag in text, is ``<speaker_7>``."""
+        return [tag(TAG_OF_KIND.get(self.kinds[n], self.kinds[n].label), n) for n in self.members.get(character, [])]
 
     def as_tags(self) -> dict[str, list[str]]:
         """``{"character_5": ["face_5", "voice_9"], ...}`` as export shows it."""
@@ -181,11 +183,13 @@ class Characters:
         self._maps: dict[tuple[int, int | None], CharacterMap] = {}
         self._names: dict[tuple[int, int | None], dict[int, str]] = {}
         self._video_of: dict[int, int | None] = {}
+        self._speakers: dict[int, dict[int, tuple[str, int]]] = {}
 
     def clear(self) -> None:
         self._maps.clear()
         self._names.clear()
         self._video_of.clear()
+        self._speakers.clear()
 
     def of(self, video_id: int, before_clip: int | None = None) -> CharacterMap:
         key = (video_id, before_clip)
@@ -195,6 +199,8 @@ class Characters:
                 for node_id, kind, first_clip in self.store.entity_first_clips(video_id)
                 if before_clip is None or first_clip <= before_clip
             }
+            entities.update((node_id, NodeKind.SPEAKER) for node_id, (_, first_clip) in self.speakers(video_id).items()
+                            if before_clip is None or first_clip <= before_clip)
             eq_nodes = [
                 n for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC, containing=EQUIVALENCE_WORD)
                 if is_equivalence(n.text) and node_visible(n, before_clip)
@@ -224,10 +230,28 @@ class Characters:
             self._names[key] = character_names(self.of(video_id, before_clip), lines)
         return dict(self._names[key])
 
+    def speakers(self, video_id: int) -> dict[int, tuple[str, int]]:
+        """Node id -> (name, first clip) of a text source's speakers (none for a video)."""
+        if video_id not in self._speakers:
+            nodes = self.store.speakers(video_id)
+            clips = {n.id: n.clip for n in self.store.text_nodes(ids=list(nodes.values()), kind=NodeKind.SPEAKER)}
+            self._speakers[video_id] = {node: (name, clips[node]) for name, node in nodes.items() if node in clips}
+        return self._speakers[video_id]
+
+    def known_names(self, video_id: int, before_clip: int | None = None) -> dict[int, str]:
+        """:meth:`names` and each speaker's own name: what people are called, for a reader and for finding whom a
+        user means (speakers are left out of :meth:`names`, which turns names in queries into tags that no line of
+        theirs carries)."""
+        cmap = self.of(video_id, before_clip)
+        own = {node: name for node, (name, _) in self.speakers(video_id).items() if node in cmap.members}
+        return {**own, **self.names(video_id, before_clip)}
+
     def names_ever(self, video_id: int, character: int) -> list[str]:
-        """Every name the memory has given this character, superseded ones included, oldest first."""
+        """Every name the memory has given this character, superseded ones included, oldest first (a speaker's
+        own name first)."""
         members = set(self.of(video_id).members.get(character, []))
-        names: dict[str, None] = {}
+        speakers = self.speakers(video_id)
+        names: dict[str, None] = dict.fromkeys(speakers[m][0] for m in sorted(members) if m in speakers)
         for node in self.store.text_nodes(ids=self.store.texts_linked_to(members), kind=NodeKind.SEMANTIC):
             parsed = name_statement(node.text)
             if parsed and parsed[0] != "character" and parsed[1] in members:
@@ -244,7 +268,7 @@ class Characters:
                 raise UnknownEntityError(f"no <character_{character}> in video {video_id}")
             return character
         wanted = text.strip().casefold()
-        current = self.names(video_id)
+        current = self.known_names(video_id)
         matches = sorted(c for c, name in current.items() if name.casefold() == wanted)
         if not matches:
             matches = sorted(c for c in cmap.members

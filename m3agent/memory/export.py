@@ -37,7 +37,7 @@ def export_video(store: SQLiteStore, characters: Characters, video: Video) -> di
         nodes.append(entry)
     nodes.sort(key=lambda n: n["id"])
     cmap = characters.of(video.id)
-    names = characters.names(video.id)
+    names = characters.known_names(video.id)
     return {
         "schema": SCHEMA_VERSION,
         "video": {"name": video.name, "path": video.path, "duration": video.duration,
@@ -60,7 +60,7 @@ def inspect_db(store: SQLiteStore, characters: Characters, files: list[Path]) ->
         videos.append({"id": video.id, "name": video.name, "path": video.path, "duration": video.duration,
                        "clip_seconds": video.clip_seconds, "clips": len(clips),
                        "last_clip": clips[-1].id if clips else None,
-                       "characters": len(cmap.members), "names": len(characters.names(video.id))})
+                       "characters": len(cmap.members), "names": len(characters.known_names(video.id))})
     return {"path": str(store.path), "schema": int(meta.get("schema", SCHEMA_VERSION)),
             "embedder": meta.get("embedder"), "dim": int(meta["dim"]) if "dim" in meta else None,
             "bytes": size, **store.counts(), "videos": videos}

@@ -1,8 +1,10 @@
 """What forgetting a person removes, and the proof that it is gone from every file beside the DB.
 
-A person is their face and voice nodes with crops, embeddings and transcripts, the lines only about
-them, their tags in lines they share, and (unless mentions are kept) every line and transcript in
-which others speak of them by name. Deleting rows is not enough: SQLite keeps old pages in the WAL
+A person is their face and voice nodes with crops, embeddings and transcripts (or a text source's
+speaker node), the lines only about them (a speaker's: the records they spoke), their tags in lines
+they share, and (unless mentions are kept) every line and transcript in which others speak of them by
+name. The ids of the text records removed are kept, as digests only, so that giving the same records
+again does not bring them back. Deleting rows is not enough: SQLite keeps old pages in the WAL
 and in free pages, and caches keep copies. So the deletion is followed by a scrub (secure delete,
 checkpoint, vacuum, the ANN cache dropped) and a byte-level search of every file beside the DB for
 what was removed; success is reported only when none of it is found.
@@ -10,6 +12,7 @@ what was removed; success is reported only when none of it is found.
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import re
 import time
@@ -18,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from m3agent.memory.errors import DatabaseBusyError, DiskFullError, MemoryStoreError
+from m3agent.memory.model import TEXT_KINDS, NodeKind
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.tags import rewrite_tags
 
 SCRUB_PENDING = "scrub_pending"  # meta key: rows are deleted, old pages may still be on disk
 MAX_NEEDLES = 96
+FORGOTTEN_RECORDS = "forgotten_records"  # a source's metadata key: digests of the ids of records forgotten
 
 
 class ForgetIncompleteError(MemoryStoreError):
@@ -40,6 +45,7 @@ class ForgetPlan:
     rewritten: list[tuple[int, str]] = field(default_factory=list)  # shared lines, their tags replaced
     segments: dict[int, str] = field(default_factory=dict)  # others' transcript segments naming them, by rowid
     needles: list[bytes] = field(default_factory=list)  # what must not be found on disk afterwards
+    records: list[str] = field(default_factory=list)  # digests of the text records whose lines are removed
 
     @property
     def removed_lines(self) -> list[int]:
@@ -81,12 +87,13 @@ def plan_forget(store: SQLiteStore, video_id: int, members: set[int], names: Seq
     plan.rewritten = [(node.id, rewrite_tags(node.text, {t: "someone" for t in member_tags}))
                       for node in store.text_nodes(ids=[t for t in linked if t not in removed])]
     plan.needles = _needles(store, plan, keep_mentions)
+    plan.records = _record_digests(store, plan.removed_lines)
     return plan
 
 
 def _needles(store: SQLiteStore, plan: ForgetPlan, keep_mentions: bool) -> list[bytes]:
     """Distinctive pieces of what is removed: texts whole, binary blobs by a slice of their middle."""
-    texts = [n.text for n in store.text_nodes(ids=plan.removed_lines) if n.text]
+    texts = [n.text for n in store.text_nodes(ids=plan.removed_lines, kinds=TEXT_KINDS) if n.text]
     texts += store.segment_texts(plan.members) + list(plan.segments.values())
     if not keep_mentions:
         texts += plan.names
@@ -97,6 +104,32 @@ def _needles(store: SQLiteStore, plan: ForgetPlan, keep_mentions: bool) -> list[
         if len(set(middle)) >= 8:  # zeros or a flat run would match scrubbed pages
             slices.append(middle)
     return words[:MAX_NEEDLES] + slices[:MAX_NEEDLES]
+
+
+def record_digest(record: str, procedural: bool) -> str:
+    """What is kept of a forgotten record's id: a digest (the id itself may name someone). Procedural
+    records and the others are two namespaces, as in the records table."""
+    kind = "procedural" if procedural else "declarative"
+    return hashlib.blake2b(f"{kind}\x1f{record}".encode(), digest_size=16).hexdigest()
+
+
+def _record_digests(store: SQLiteStore, lines: Sequence[int]) -> list[str]:
+    meta = store.node_meta(lines)
+    return sorted({record_digest(str(meta[n.id]["record"]), n.kind is NodeKind.PROCEDURAL)
+                   for n in store.text_nodes(ids=[i for i in lines if "record" in meta.get(i, {})], kinds=TEXT_KINDS)})
+
+
+def note_forgotten(store: SQLiteStore, video_id: int, digests: Sequence[str]) -> None:
+    """Keep the digests of forgotten records with their source (inside the forget's transaction)."""
+    if digests:
+        known = store.video_meta(video_id).get(FORGOTTEN_RECORDS, [])
+        store.update_video_meta(video_id, **{FORGOTTEN_RECORDS: sorted(set(known) | set(digests))})
+
+
+def forgotten_records(store: SQLiteStore, video_id: int, records: Iterable[str], procedural: bool) -> set[str]:
+    """Which of these record ids were forgotten from this source: ``remember`` must not store them again."""
+    known = set(store.video_meta(video_id).get(FORGOTTEN_RECORDS, []))
+    return {r for r in records if record_digest(r, procedural) in known} if known else set()
 
 
 def files_beside(db: Path) -> list[Path]:

@@ -20,6 +20,7 @@ from m3agent.config import MemoryConfig
 from m3agent.memory.characters import CharacterMap, Characters
 from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError
 from m3agent.memory.export import export_video, inspect_db
+from m3agent.memory.forgetting import forgotten_records
 from m3agent.memory.lexical import LexicalIndex
 from m3agent.memory.m3_import import M3Graph, import_m3_graph
 from m3agent.memory.model import Clip, NodeKind, Video
@@ -30,6 +31,7 @@ from m3agent.memory.text_sources import (
     TextRecord,
     remember_lesson,
     remember_records,
+    text_source,
 )
 from m3agent.memory.vectors import TextVectors, VectorCache
 from m3agent.memory.views import CharacterCard, TimelineClip, character_cards, timeline
@@ -165,10 +167,16 @@ class MemoryGraph:
 
     def remember(self, source: str, records: Iterable[TextRecord], *, procedural: bool = False,
                  progress: Callable[[int], None] | None = None) -> RememberReport:
-        """Store text records as lines of a text source (see :mod:`m3agent.memory.text_sources`)."""
+        """Store text records as lines of a text source (see :mod:`m3agent.memory.text_sources`); records whose
+        ids were forgotten (:meth:`forget`) are not stored again, only counted in the report's ``forgotten``."""
         kind = NodeKind.PROCEDURAL if procedural else NodeKind.EPISODIC
-        return remember_records(self.store, self.writer, self.embed_queries, source, records, kind=kind,
-                                progress=progress)
+        records = list(records)
+        gone = forgotten_records(self.store, text_source(self.store, self.writer, source), [r.id for r in records],
+                                 procedural)
+        report = remember_records(self.store, self.writer, self.embed_queries, source,
+                                  [r for r in records if r.id not in gone], kind=kind, progress=progress)
+        report.forgotten = sum(r.id in gone for r in records)
+        return report
 
     def remember_lesson(self, video_id: int, clip: int, text: str, meta: dict | None = None) -> int:
         """A procedural line (feedback, a correction) on a video, learned at ``clip``."""
@@ -233,9 +241,10 @@ class MemoryGraph:
     def forget(self, video_id: int, character: int | str, *, keep_mentions: bool = False,
                wait: float = 30.0) -> dict:
         """Remove a character completely (by id or by a name it is known by): its face/voice nodes with
-        their crops, embeddings and transcripts, the lines only about it, its tags in lines it shares,
-        and unless ``keep_mentions`` the lines and transcripts where others name it. Returns only once
-        no file beside the DB holds any of it (see :meth:`MemoryWriter.forget`)."""
+        their crops, embeddings and transcripts (or a text source's speaker with the records they spoke),
+        the lines only about it, its tags in lines it shares, and unless ``keep_mentions`` the lines and
+        transcripts where others name it. Returns only once no file beside the DB holds any of it (see
+        :meth:`MemoryWriter.forget`)."""
         number = self.resolve_character(video_id, character)
         cmap = self.characters(video_id)
         members = set(cmap.members[number])
@@ -246,7 +255,8 @@ class MemoryGraph:
         return {"character": f"character_{number}", "removed_entities": sorted(members),
                 "removed_lines": plan.removed_lines, "removed_mentions": plan.mentions,
                 "rewritten_lines": [n for n, _ in plan.rewritten], "removed_transcripts": len(plan.segments),
-                "names_removed": 0 if keep_mentions else len(names), "checked_for_leftovers": len(plan.needles)}
+                "removed_records": len(plan.records), "names_removed": 0 if keep_mentions else len(names),
+                "checked_for_leftovers": len(plan.needles)}
 
     # ------------------------------------------------------------------ views
     def export(self, video: int | str | None = None) -> dict:

@@ -71,6 +71,29 @@ def check_before_clip(value: object) -> int | None:
     return None if number >= NEVER else int(number)
 
 
+#: the most clips or lines one search returns: more is no search, and SQLite's integers end at 2**63
+MAX_RESULTS = 10_000
+
+
+def check_count(name: str, value: object) -> int | None:
+    """``top_k`` or ``lines`` as a whole number from 1 to :data:`MAX_RESULTS`, or None (the default)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_RESULTS:
+        raise QueryError(f"{name} must be a whole number from 1 to {MAX_RESULTS:,} (got {value!r})")
+    return int(value)
+
+
+def check_threshold(name: str, value: object) -> float | None:
+    """A relevance threshold: a cosine similarity from -1 to 1, or None (the embedder's). NaN or infinity is an
+    error, not a search that silently finds nothing or everything."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not -1.0 <= float(value) <= 1.0:
+        raise QueryError(f"{name} must be a cosine similarity from -1 to 1 (got {value!r})")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class SearchContext:
     """What a search reads: rows, vectors, characters, query embedding and settings."""
@@ -224,6 +247,8 @@ def search_memory(ctx: SearchContext, query: str, *, video: int | str | None = N
     cfg, store = ctx.config, ctx.store
     query = " ".join(str(query).split())
     before_clip = check_before_clip(before_clip)
+    top_k, lines = check_count("top_k", top_k), check_count("lines", lines)
+    threshold = check_threshold("threshold", threshold)
     videos = store.videos()
     if all_videos:
         scope = [v.id for v in videos]

@@ -104,6 +104,10 @@ _READ_INDEXES = {
     "nodes_by_kind": "CREATE INDEX IF NOT EXISTS nodes_by_kind ON nodes (video_id, kind, clip)",
 }
 TEXT_LINES = "text_lines"
+#: meta key: a text source's procedural record ids are kept apart from its episodic ones (a lesson and a record
+#: may share an id); a DB from before gets its procedural ids re-keyed at its first writable open
+RECORD_KINDS = "record_kinds"
+_PROCEDURAL_KEY = "\x1f"  # before a procedural record's id in ``records`` (record ids hold no control character)
 #: BM25 over the text of lines, inside the DB file; the rows live in ``nodes`` (external content)
 _LEXICAL = ("CREATE VIRTUAL TABLE lines_fts USING fts5(text, content='nodes', content_rowid='id',"
             " tokenize='unicode61 remove_diacritics 2', detail=full)")
@@ -232,7 +236,8 @@ class SQLiteStore:
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 if int(self.meta().get("schema", "0")) < SCHEMA_VERSION:
                     self._upgrade()
-                if TEXT_LINES not in self.meta() or not self._has_read_indexes():
+                meta = self.meta()
+                if TEXT_LINES not in meta or RECORD_KINDS not in meta or not self._has_read_indexes():
                     self._add_read_aids()
             if not readonly:
                 self.conn.execute("PRAGMA synchronous = NORMAL")
@@ -269,7 +274,8 @@ class SQLiteStore:
             self._create_read_indexes(self.conn)
             self.conn.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
-                [("app", APP_ID), ("schema", str(SCHEMA_VERSION)), ("uuid", uuid.uuid4().hex), (TEXT_LINES, "0:-1")],
+                [("app", APP_ID), ("schema", str(SCHEMA_VERSION)), ("uuid", uuid.uuid4().hex), (TEXT_LINES, "0:-1"),
+                 (RECORD_KINDS, "1")],
             )
 
     def _has_read_indexes(self) -> bool:
@@ -282,11 +288,18 @@ class SQLiteStore:
             conn.execute(statement)
 
     def _add_read_aids(self) -> None:
-        """Give a DB written before them the read indexes and the line counter (one scan each, once)."""
+        """Give a DB written before them the read indexes, the line counter (one scan each, once) and its
+        procedural record ids keyed apart."""
         with self.transaction() as c:
             self._create_read_indexes(c)
             if c.execute("SELECT 1 FROM meta WHERE key = ?", (TEXT_LINES,)).fetchone() is None:
                 self._set_text_lines(self.text_vector_count(), self._top_text_line())
+            if c.execute("SELECT 1 FROM meta WHERE key = ?", (RECORD_KINDS,)).fetchone() is None:
+                if self.has_records:
+                    c.execute("UPDATE records SET record = ? || record WHERE substr(record, 1, 1) != ? AND node_id IN"
+                              " (SELECT id FROM nodes WHERE kind = ?)",
+                              (_PROCEDURAL_KEY, _PROCEDURAL_KEY, int(NodeKind.PROCEDURAL)))
+                c.execute("INSERT INTO meta (key, value) VALUES (?, '1')", (RECORD_KINDS,))
 
     def _create_lexical(self) -> None:
         """The FTS5 table, where this SQLite has FTS5 (without it, search is dense only)."""
@@ -539,7 +552,8 @@ class SQLiteStore:
             if not videos:
                 raise MemoryStoreError(f"{self.path} holds no video yet")
             names = ", ".join(v.name for v in videos)
-            raise MemoryStoreError(f"{self.path} holds {len(videos)} videos ({names}): name one")
+            raise MemoryStoreError(f"{self.path} holds {len(videos)} videos or text sources ({names}): "
+                                   "name one with --video NAME")
         for v in videos:
             if v.name == str(video) or str(v.id) == str(video):
                 return v
@@ -909,20 +923,23 @@ class SQLiteStore:
         return {t: int((self.conn.execute(q, (t,)).fetchone() or (0,))[0]) for t in terms}
 
     # ------------------------------------------------------------------ text records
-    def record_nodes(self, video_id: int, records: Sequence[str]) -> dict[str, int]:
-        """``record id -> node id`` of the given records already stored for a text source."""
+    def record_nodes(self, video_id: int, records: Sequence[str], procedural: bool = False) -> dict[str, int]:
+        """``record id -> node id`` of the given records already stored for a text source, among its procedural
+        records or its others (two namespaces: a lesson may share an id with a record)."""
         if not self.has_records:
             return {}
+        prefix = _PROCEDURAL_KEY if procedural else ""
         out: dict[str, int] = {}
         for start in range(0, len(records), 900):
-            chunk = list(records[start : start + 900])
+            chunk = [prefix + r for r in records[start : start + 900]]
             q = f"SELECT record, node_id FROM records WHERE video_id = ? AND record IN ({','.join('?' * len(chunk))})"
-            out.update({r: int(n) for r, n in self.conn.execute(q, (video_id, *chunk))})
+            out.update({r[len(prefix):]: int(n) for r, n in self.conn.execute(q, (video_id, *chunk))})
         return out
 
-    def insert_records(self, rows: Iterable[tuple[int, str, int]]) -> None:
-        """rows: ``(video_id, record id, node id)``."""
-        self.conn.executemany("INSERT INTO records (video_id, record, node_id) VALUES (?, ?, ?)", list(rows))
+    def insert_records(self, rows: Iterable[tuple[int, str, int, bool]]) -> None:
+        """rows: ``(video_id, record id, node id, procedural)``."""
+        self.conn.executemany("INSERT INTO records (video_id, record, node_id) VALUES (?, ?, ?)",
+                              [(v, (_PROCEDURAL_KEY if p else "") + r, n) for v, r, n, p in rows])
 
     def node_meta(self, node_ids: Iterable[int]) -> dict[int, dict]:
         """The JSON ``meta`` of nodes that have one (a text record's id, time, speaker, session)."""

@@ -10,19 +10,25 @@ worked, what a user corrected) are lines of their own kind, searched only when a
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from m3agent.errors import M3AgentError
+from m3agent.jsonl import LineError, file_lines, loads, too_long
 from m3agent.memory.model import NodeKind
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.writer import MemoryWriter
 
-EMBED_BATCH = 256
+#: the most records one transaction of ``remember`` writes: progress is kept (and shown) batch by batch
+COMMIT_RECORDS = 256
+#: the most characters one record's text may have: a record is a turn or a passage; a longer document is
+#: split into records (a line that long embeds as its first few hundred words anyway)
+MAX_RECORD_TEXT = 100_000
+#: the longest line of a records file: a record of the longest text, its fields and JSON escapes
+MAX_RECORD_LINE = 8 * MAX_RECORD_TEXT
 
 
 class RecordError(M3AgentError, ValueError):
@@ -57,9 +63,16 @@ def parse_record(value: object) -> TextRecord:
     rid = value.get("id")
     if isinstance(rid, bool) or not isinstance(rid, str | int) or str(rid).strip() == "":
         raise ValueError("the record has no usable \"id\" (a string or a whole number)")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in str(rid)):
+        raise ValueError("the record's \"id\" holds a control character")
+    if len(str(rid)) > 200:
+        raise ValueError(f"the record's \"id\" has {len(str(rid))} characters; at most 200")
     text = value.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"record {rid!r} has no \"text\"")
+    if len(text) > MAX_RECORD_TEXT:
+        raise ValueError(f"record {rid!r} has {len(text):,} characters of text, at most {MAX_RECORD_TEXT:,}: "
+                         "split it into several records")
     optional = {}
     for key in ("time", "speaker", "session"):
         item = value.get(key)
@@ -67,27 +80,26 @@ def parse_record(value: object) -> TextRecord:
             continue
         if isinstance(item, bool) or not isinstance(item, str | int | float):
             raise ValueError(f"record {rid!r}: {key!r} must be text or a number")
+        if len(str(item)) > 1000:
+            raise ValueError(f"record {rid!r}: {key!r} has {len(str(item)):,} characters, at most 1,000")
         optional[key] = " ".join(str(item).split())
     return TextRecord(str(rid).strip(), " ".join(text.split()), **optional)
 
 
 def read_records(path: str | os.PathLike[str]) -> tuple[list[TextRecord], list[tuple[int, str]]]:
-    """Records of a JSON-lines file, and ``(line number, reason)`` of each line that is not one (they are
-    skipped: one bad line loses nothing else)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            raw = fh.read()
-    except FileNotFoundError as exc:
-        raise RecordError(f"records file not found: {path}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordError(f"cannot read records file {path}: {exc}") from exc
+    """Records of a JSON-lines file (read by :mod:`m3agent.jsonl`: UTF-8 or UTF-16 with a BOM, lines of at most
+    :data:`MAX_RECORD_LINE` characters, text only), and ``(line number, reason)`` of each line that is not one
+    (they are skipped: one bad line loses nothing else)."""
+    if not os.path.exists(path):
+        raise RecordError(f"records file not found: {path}")
     records, problems = [], []
-    for number, text in enumerate(raw.splitlines(), start=1):
-        if not text.strip():
-            continue
+    for number, text in file_lines(path, error=RecordError, unreadable="cannot read records file {source}: {reason}",
+                                   max_line=MAX_RECORD_LINE):
         try:
-            records.append(parse_record(json.loads(text)))
-        except json.JSONDecodeError as exc:
+            if text is None:
+                raise ValueError(too_long(MAX_RECORD_LINE))
+            records.append(parse_record(loads(text)))
+        except LineError as exc:
             problems.append((number, f"not JSON ({exc.msg})"))
         except ValueError as exc:
             problems.append((number, str(exc)))
@@ -127,39 +139,77 @@ def remember_lesson(writer: MemoryWriter, embed: Callable[[Sequence[str]], np.nd
 class RememberReport:
     source: str
     added: int = 0
-    already: int = 0  # records whose id was stored before (or repeated in the input)
+    already: int = 0  # records whose id was stored before with the same text (or repeated in the input)
+    changed: list[str] = field(default_factory=list)  # ids stored before with other text: the stored one is kept
+    forgotten: int = 0  # records whose id was forgotten (m3agent forget): not stored again
     clips: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "added": self.added, "already_stored": self.already,
-                "clips": len(self.clips)}
+        out = {"source": self.source, "added": self.added, "already_stored": self.already, "clips": len(self.clips)}
+        if self.changed:
+            out["changed"] = len(self.changed)
+        if self.forgotten:
+            out["forgotten"] = self.forgotten
+        return out
 
 
 def remember_records(store: SQLiteStore, writer: MemoryWriter, embed: Callable[[Sequence[str]], np.ndarray],
                      source: str, records: Iterable[TextRecord], *, kind: NodeKind = NodeKind.EPISODIC,
                      progress: Callable[[int], None] | None = None) -> RememberReport:
-    """Store records as lines of ``source`` (created if new), one transaction per clip, so an interrupted
-    run resumes by being run again."""
+    """Store records as lines of ``source`` (created if new), committed in transactions of at most
+    :data:`COMMIT_RECORDS` records, so an interrupted run keeps what it wrote and resumes by being run again.
+
+    A record id already stored (among the source's records of this kind: procedural lessons and episodic
+    records are two namespaces) is not stored again; if its text differs, the report lists it in ``changed``
+    (the stored line stays: a memory line is not rewritten behind the lines that cite it)."""
     if kind not in (NodeKind.EPISODIC, NodeKind.PROCEDURAL):
         raise ValueError(f"records are stored as episodic or procedural lines, not {kind.label}")
     video_id = text_source(store, writer, source)
     report = RememberReport(source)
-    fresh: list[TextRecord] = []
-    seen: set[str] = set()
     records = list(records)
-    stored = store.record_nodes(video_id, [r.id for r in records])
+    stored = store.record_nodes(video_id, [r.id for r in records], procedural=kind is NodeKind.PROCEDURAL)
+    stored_lines = {n.id: n.text for n in store.text_nodes(video_id, ids=list(stored.values()), kind=kind)}
+    given: dict[str, str] = {}
+    fresh: list[TextRecord] = []
     for record in records:
-        if record.id in stored or record.id in seen:
-            report.already += 1
+        earlier = stored_lines.get(stored[record.id]) if record.id in stored else given.get(record.id)
+        if record.id in stored or record.id in given:
+            if earlier is not None and earlier != record.line():
+                report.changed.append(record.id)
+            else:
+                report.already += 1
             continue
-        seen.add(record.id)
+        given[record.id] = record.line()
         fresh.append(record)
-    if not fresh:
-        return report
+    pieces = [(clip, stored_clip or start > 0, recs[start : start + COMMIT_RECORDS])
+              for clip, stored_clip, recs in _clip_groups(store, video_id, fresh)
+              for start in range(0, len(recs), COMMIT_RECORDS)]
+    speakers = store.speakers(video_id)
+    window: list[tuple[int, bool, list[TextRecord]]] = []
+    for index, piece in enumerate(pieces):  # embed up to COMMIT_RECORDS lines at once, commit piece by piece
+        window.append(piece)
+        following = pieces[index + 1][2] if index + 1 < len(pieces) else None
+        if following is not None and sum(len(p[2]) for p in window) + len(following) <= COMMIT_RECORDS:
+            continue
+        vectors = iter(embed([r.line() for _, _, recs in window for r in recs]))
+        for clip, append, recs in window:
+            speakers.update(_write_piece(writer, video_id, clip, append, recs, vectors, kind, speakers))
+            report.added += len(recs)
+            if clip not in report.clips:
+                report.clips.append(clip)
+            if progress is not None:
+                progress(len(recs))
+        window = []
+    return report
+
+
+def _clip_groups(store: SQLiteStore, video_id: int, records: list[TextRecord]) -> list[tuple[int, bool, list]]:
+    """``(clip, clip already stored, records)``: a session's records share a clip (an earlier run's, if it stored
+    that session), a record without a session is a clip of its own."""
     next_clip = store.last_clip(video_id) + 1
     session_clip: dict[str, int] = {}
-    groups: list[tuple[int, bool, list[TextRecord]]] = []  # (clip, clip already stored, records)
-    for record in fresh:
+    groups: list[tuple[int, bool, list[TextRecord]]] = []
+    for record in records:
         if record.session is None:
             groups.append((next_clip, False, [record]))
             next_clip += 1
@@ -175,27 +225,20 @@ def remember_records(store: SQLiteStore, writer: MemoryWriter, embed: Callable[[
         clip = session_clip[record.session]
         group = next(g for g in reversed(groups) if g[0] == clip)
         group[2].append(record)
-    speakers = store.speakers(video_id)
-    for start in range(0, len(groups), 64):  # embed many lines at once, commit clip by clip
-        chunk = groups[start : start + 64]
-        texts = [r.line() for _, _, recs in chunk for r in recs]
-        vectors = iter(embed(texts)) if texts else iter(())
-        for clip, stored_clip, recs in chunk:
-            with writer.clip(video_id, clip, float(clip), float(clip + 1), append=stored_clip) as batch:
-                ids: dict[str, int] = {}
-                for record in recs:
-                    links = ()
-                    if record.speaker:
-                        if record.speaker not in ids:
-                            ids[record.speaker] = batch.speaker(record.speaker, speakers.get(record.speaker))
-                        links = (ids[record.speaker],)
-                    if kind is NodeKind.PROCEDURAL:
-                        batch.procedural(record.line(), vector=next(vectors), meta=record.meta(), links=links)
-                    else:
-                        batch.episodic(record.line(), vector=next(vectors), meta=record.meta(), links=links)
-            speakers.update({name: node for name, node in ids.items()})
-            report.added += len(recs)
-            report.clips.append(clip)
-            if progress is not None:
-                progress(len(recs))
-    return report
+    return groups
+
+
+def _write_piece(writer: MemoryWriter, video_id: int, clip: int, append: bool, records: list[TextRecord],
+                 vectors: Iterator[np.ndarray], kind: NodeKind, speakers: dict[str, int]) -> dict[str, int]:
+    """One transaction: ``records`` as lines of ``clip``, each linked to its speaker; the speakers' node ids."""
+    with writer.clip(video_id, clip, float(clip), float(clip + 1), append=append) as batch:
+        ids: dict[str, int] = {}
+        for record in records:
+            links = ()
+            if record.speaker:
+                if record.speaker not in ids:
+                    ids[record.speaker] = batch.speaker(record.speaker, speakers.get(record.speaker))
+                links = (ids[record.speaker],)
+            write = batch.procedural if kind is NodeKind.PROCEDURAL else batch.episodic
+            write(record.line(), vector=next(vectors), meta=record.meta(), links=links)
+    return ids

@@ -81,7 +81,7 @@ def _shown(text: str, label) -> str:
 def character_cards(store: SQLiteStore, characters: Characters, video: Video, *, crops: int = 3) -> list[CharacterCard]:
     """Every character of ``video``, most seen first, each with up to ``crops`` face crops."""
     cmap = characters.of(video.id)
-    names = characters.names(video.id)
+    names = characters.known_names(video.id)
     sightings = store.sightings(video.id)
     segments = store.voice_segments(video.id)
     about: dict[int, int] = {}

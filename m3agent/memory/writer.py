@@ -22,6 +22,7 @@ from m3agent.memory.forgetting import (
     SCRUB_PENDING,
     ForgetIncompleteError,
     ForgetPlan,
+    note_forgotten,
     plan_forget,
     scrub,
     verify_gone,
@@ -246,7 +247,7 @@ class ClipBatch:
             edges.extend((line.node_id, e, 1.0) for e in sorted(linked))
             self.report.inserted.append(line.node_id)
         store.insert_text_nodes(rows)
-        records = [(self.video_id, str(ln.meta["record"]), ln.node_id)
+        records = [(self.video_id, str(ln.meta["record"]), ln.node_id, ln.kind is NodeKind.PROCEDURAL)
                    for ln in plan.inserted_lines if ln.meta and "record" in ln.meta]
         if records:
             store.insert_records(records)
@@ -440,6 +441,7 @@ class MemoryWriter:
             with store.transaction():
                 store.delete_nodes(sorted(members) + plan.removed_lines)
                 store.delete_voice_segments(plan.segments)
+                note_forgotten(store, video_id, plan.records)  # giving these records again will not bring them back
                 for i, (node_id, text) in enumerate(plan.rewritten):
                     store.update_text(node_id, text, None if new_vectors is None else new_vectors[i])
                 store.rebuild_lexical()  # no term of a removed line may survive in the index's pages

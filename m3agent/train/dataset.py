@@ -24,6 +24,10 @@ JSON-lines file, or :func:`memorybench_tasks` from MemoryBench's corpus datasets
     extra_info    {index, split, env: "memory-build", task_id, task: the task as JSON text}
 
 Tasks are split between train and validation (seeded); one the env refuses is skipped and counted.
+
+``--out`` is a run folder of train-data (:mod:`m3agent.outfolder`), claimed before any memory or model is
+opened: someone else's folder is refused untouched. Each run writes the whole set again, so a re-run with
+other inputs replaces its own earlier set (nothing of it is reused, nothing of it is left behind).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from m3agent.errors import M3AgentError
 from m3agent.eval.annotations import BenchItem
 from m3agent.eval.memories import plan_memory
 from m3agent.jsonl import read_json_lines
+from m3agent.outfolder import claim, replacing, write_text
 from m3agent.train.tasks import (
     AGENT_NAME,
     MEMORY_BUILD_AGENT,
@@ -52,6 +57,7 @@ from m3agent.train.tasks import (
     video_in,
 )
 
+COMMAND = "train-data"
 ABILITY = "video-memory-qa"
 MEMORY_BUILD_ABILITY = "memory-construction"
 
@@ -203,24 +209,26 @@ def build_dataset(annotations: str | Path, memories: str | Path, out_dir: str | 
     from m3agent.eval.annotations import read_annotations
 
     items = read_annotations(annotations, clip_seconds=config.memorize.perception.clip_seconds)
+    claim(out_dir, COMMAND)
     result = convert(items, memories, config, data_source=f"m3-bench/{Path(annotations).stem}",
                      val_fraction=val_fraction, seed=seed)
     return write_conversion(result, out_dir)
 
 
 def write_conversion(result: Conversion, out_dir: str | Path) -> dict:
-    """``OUT/train.parquet``, ``OUT/val.parquet`` (when anything is held out) and ``OUT/summary.json``."""
+    """``OUT/train.parquet``, ``OUT/val.parquet`` (when anything is held out) and ``OUT/summary.json``, each
+    replaced at once, in a folder :func:`claim` gave us."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     summary = result.summary()
     for split in ("train", "val"):
         rows, path = getattr(result, split), out / f"{split}.parquet"
         if rows:
-            write_parquet(rows, path)
+            with replacing(path) as tmp:
+                write_parquet(rows, tmp)
             summary[f"{split}_file"] = str(path)
         elif path.exists():
             path.unlink()  # a re-run with other data must not leave an old split behind
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
     return summary
 
 
@@ -272,6 +280,7 @@ def _task_row(task: dict, prompt: list[dict], data_source: str) -> dict:
 def build_task_dataset(tasks: Sequence[Any], out_dir: str | Path, config: Config, *, data_source: str,
                        val_fraction: float | None = None, seed: int | None = None) -> dict:
     """Memory-build rows of ``tasks`` written as :func:`write_conversion` writes them; the summary."""
+    claim(out_dir, COMMAND)
     result = convert_tasks(tasks, config, data_source=data_source, val_fraction=val_fraction, seed=seed)
     return write_conversion(result, out_dir)
 

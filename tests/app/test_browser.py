@@ -5,7 +5,6 @@ answering while another memorization runs. It saves a screenshot of each view (t
 import json
 import os
 import re
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -13,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from m3agent.config import load_config
 from tests.data import VIDEO_CLIP
 
 pytestmark = [pytest.mark.models, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -23,24 +21,6 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-b
         "--disable-component-update", "--disable-sync", "--no-first-run", "--mute-audio"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    from app.main import launch
-
-    data = tmp_path_factory.mktemp("data")
-    config = load_config(None, {}, [f"app.data_dir={data}", f"app.port={free_port()}"])
-    demo, url, workspace = launch(config, block=False)
-    yield url, workspace
-    demo.close()
-    workspace.close()
-
-
 @pytest.fixture(scope="module")
 def page(app_url):
     from playwright.sync_api import sync_playwright
@@ -48,9 +28,13 @@ def page(app_url):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.outside = []
+        page.outside, page.refused = [], []
         page.on("request", lambda r: page.outside.append(r.url)
                 if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+        page.files = []  # (status, url) of what the page fetched through Gradio's file route
+        page.on("response", lambda r: page.files.append((r.status, r.url))
+                if "/gradio_api/file=" in r.url else None)
+        page.on("response", lambda r: page.refused.append(r.url) if r.status == 403 else None)
         page.goto(app_url[0], wait_until="load")
         page.wait_for_selector("#memorize")
         yield page
@@ -101,8 +85,14 @@ def test_upload_memorize_and_see_the_characters(page, shots):
     page.wait_for_function("document.querySelector('#memory input').value == 'memories/short_hamilton_clip.db'",
                            timeout=30_000)
     open_tab(page, "Characters")
-    page.wait_for_selector(".card .faces img", timeout=60_000)
+    page.wait_for_function("[...document.querySelectorAll('.card .faces img')]"
+                           ".some(i => i.complete && i.naturalWidth > 0)", timeout=60_000)  # crops shown
     page.wait_for_selector(".card .voice", timeout=30_000)
+    page.wait_for_function("!!document.querySelector('.card .voice audio')", timeout=30_000)
+    deadline = time.monotonic() + 30
+    while not any(status == 200 and url.endswith(".wav") for status, url in page.files):  # the sample loads
+        assert time.monotonic() < deadline, page.files
+        page.wait_for_timeout(200)
     assert "Voice:" in text_of(page, ".card .voice")  # a sample of its voice, with what it said
     assert "character_" in text_of(page, ".card-title")
     assert page.locator(".card .clip-link").first.inner_text() == "clip 0"
@@ -162,5 +152,9 @@ def test_nothing_leaves_the_machine_and_no_file_outside_the_data_folder_is_serve
                 assert exc.code in (400, 403, 404), (path, exc.code)
     inside = workspace.folder.resolve("uploads/short_hamilton_clip.mp4")
     with urllib.request.urlopen(url + "gradio_api/file=" + str(inside), timeout=10) as response:
-        assert response.status == 200  # what the data folder holds is served to the player
+        assert response.status == 200  # the folder's videos are served to the player
+    for memory in workspace.folder.memories_dir.iterdir():  # the memories themselves are not
+        with pytest.raises(urllib.error.HTTPError, match="403"):
+            urllib.request.urlopen(url + "gradio_api/file=" + str(memory), timeout=10)
+    assert page.refused == []  # nothing the page asked for was refused
     assert json.loads(json.dumps(workspace.config.app.host)) == "127.0.0.1"

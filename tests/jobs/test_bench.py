@@ -12,6 +12,7 @@ from m3agent.eval.judge import ChatJudge, OfflineJudge
 from m3agent.jobs.bench import BenchInterrupted, BenchSetup, load_results, run_bench
 from m3agent.models.llm.base import ChatError
 from m3agent.models.llm.scripted import ScriptedChat
+from m3agent.outfolder import MARKER, OutFolderError, fingerprint
 from tests.data import M3BENCH
 from tests.memory.test_m3_import import m3, m3_pickle  # noqa: F401  (fixtures)
 
@@ -234,3 +235,86 @@ def test_feedback_is_kept_as_procedural_memory_and_helps_later_questions(tmp_pat
     calls = len(chat.calls)  # both passes resume: nothing is asked again
     again = run_feedback_bench(items, setup, benchmark="kitchen", correction_rate=1.0)
     assert len(chat.calls) == calls and again["later questions"] == result["later questions"]
+
+
+# ------------------------------------------------------------------------------------------------ the run folder
+BOB = [("Who plays guitar on the sofa?", "Bob", ["Person Understanding"], "02:00"),
+       ("Who cooks pasta in the kitchen?", "Bob", ["Person Understanding"], "02:00"),
+       ("Who is the musician?", "Bob", ["Person Understanding"], "02:00")]
+
+
+def annotation_file(tmp_path, name, questions):
+    return annotations(tmp_path, questions=questions).rename(tmp_path / name)
+
+
+def cli_bench(tmp_path, path, out="out", *extra):
+    """``bench m3`` through the CLI with a control model that always says Bob (no model loads)."""
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Action: [Answer]\nContent: Bob."]))
+    return main(["--set", "embedder.backend=hashing", "--set", "embedder.model=512", "--set",
+                 "control.chat.backend=scripted", "--set", f"control.chat.model={replies}", "bench", "m3",
+                 "--annotations", str(path), "--memories", str(tmp_path / "memories"), "--out", str(tmp_path / out),
+                 "--quiet", *extra])
+
+
+def one_error_line(capsys, command="bench") -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"m3agent {command}: error: "), lines
+    return lines[0]
+
+
+def test_someone_elses_report_is_never_overwritten(tmp_path, kitchen, capsys):
+    from m3agent.jobs.bench_feedback import run_feedback_bench
+
+    theirs = {"report.md": "# my report\n", "summary.json": '{"mine": true}\n', "accuracy_by_type.png": "png"}
+    (tmp_path / "out").mkdir()
+    for name, text in theirs.items():
+        (tmp_path / "out" / name).write_text(text)
+    assert cli_bench(tmp_path, annotation_file(tmp_path, "a.json", BOB)) == 2
+    assert "choose another --out" in one_error_line(capsys)
+    assert {p.name: p.read_text() for p in (tmp_path / "out").iterdir()} == theirs  # untouched, nothing added
+    setup, _ = setup_for(tmp_path)
+    (tmp_path / "out" / "feedback.md").write_text("their comparison")
+    with pytest.raises(OutFolderError, match="holds files of no m3agent bench m3 --feedback run"):
+        run_feedback_bench(read_annotations(annotations(tmp_path)), setup, benchmark="kitchen")
+    assert (tmp_path / "out" / "feedback.md").read_text() == "their comparison"
+    assert not (tmp_path / "out" / "without").exists()
+
+
+def test_a_run_folder_belongs_to_one_annotation_file(tmp_path, kitchen, capsys):
+    first = annotation_file(tmp_path, "first.json", BOB)
+    assert cli_bench(tmp_path, first) == 0 and "accuracy 100.0% (3/3)" in capsys.readouterr().out
+    report = (tmp_path / "out" / "report.md").read_text()
+    other = [(q, ref, types, t) for (q, _, types, t), ref in zip(BOB, ["Alice", "Alice", "Bob"])]
+    second = annotation_file(tmp_path, "second.json", other)  # the same question ids, other questions
+    assert cli_bench(tmp_path, second) == 2  # the earlier answers would score 100%
+    assert "made with other annotation questions;" in one_error_line(capsys)
+    assert (tmp_path / "out" / "report.md").read_text() == report
+    assert cli_bench(tmp_path, second, "fresh") == 0 and "accuracy 33.3% (1/3)" in capsys.readouterr().out
+    assert cli_bench(tmp_path, first, "out", "--limit", "2") == 0  # the same file: resumed, a part of it
+    assert "accuracy 100.0% (2/2)" in capsys.readouterr().out
+
+
+def test_the_same_questions_resume_and_other_settings_are_refused(tmp_path, kitchen):
+    items = read_annotations(annotations(tmp_path))
+    setup, chat = setup_for(tmp_path)
+    setup.questions = fingerprint(items)  # the whole file, as the CLI says it
+    run_bench(items[:2], setup)  # --limit 2
+    run_bench(items, setup)
+    assert len(chat.calls) == 4  # two, then the other two
+    (tmp_path / "out" / MARKER).unlink()  # a folder of an older version: our files only, adopted
+    run_bench(items, setup)
+    assert len(chat.calls) == 4 and (tmp_path / "out" / MARKER).is_file()
+    other = Config(control=ControlConfig(batch_size=2, max_rounds=3))
+    setup, chat = setup_for(tmp_path, config=other)
+    with pytest.raises(OutFolderError, match="made with other control.max_rounds;"):
+        run_bench(items, setup)
+    assert chat.calls == []
+
+
+def test_out_onto_a_file_or_under_one_is_one_line(tmp_path, kitchen, capsys):
+    path = annotation_file(tmp_path, "a.json", BOB)
+    (tmp_path / "file").write_text("data")
+    assert cli_bench(tmp_path, path, "file") == 2 and "is a file, not a folder" in one_error_line(capsys)
+    assert cli_bench(tmp_path, path, "file/out") == 2 and "cannot write into --out" in one_error_line(capsys)
+    assert (tmp_path / "file").read_text() == "data"

@@ -140,3 +140,23 @@ def test_the_command_line(tmp_path, capsys):
     assert set(summary["systems"]) == {"bm25-m", "embed-s"} and summary["driver"] == "off-policy"
     code = main(["bench", "memorybench", "--driver", "off-policy", "--out", str(tmp_path / "x")])
     assert code == 2 and "MEMORY_BENCH_PATH" in capsys.readouterr().err
+
+
+def test_the_run_folder_is_ours_or_refused_untouched(tmp_path):
+    from m3agent.outfolder import OutFolderError, fingerprint
+
+    records = load_records(FIXTURE / "records.jsonl")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "report.md").write_text("their report")
+    setup, chats = make_setup(tmp_path / "out", **{"bench.memorybench.systems": "bm25-m"})
+    with pytest.raises(OutFolderError, match="holds files of no m3agent bench memorybench run"):
+        run_memorybench(records, "off-policy", setup)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["report.md"] and chats["chat"].calls == []
+    setup, _ = make_setup(tmp_path / "ours", **{"bench.memorybench.systems": "bm25-m"})
+    run_memorybench(records, "off-policy", setup)
+    setup, chats = make_setup(tmp_path / "ours", **{"bench.memorybench.systems": "bm25-m", "bench.memorybench.seed": 7})
+    with pytest.raises(OutFolderError, match="made with other bench.memorybench.seed;"):
+        run_memorybench(records, "off-policy", setup)  # its answers and lived dialogs came from another seed
+    setup, chats = make_setup(tmp_path / "ours", **{"bench.memorybench.systems": "bm25-m,core"})
+    setup.data = fingerprint(records)  # what the CLI says: records read, of which --datasets takes a part
+    run_memorybench(records[:-1], "off-policy", setup)  # the same data: another system joins

@@ -48,6 +48,10 @@ def test_the_call_format_reads_json_lines_and_ignores_prose():
     ('{"tool": "delete", "kind": "episodic", "id": true}', 'needs the "id"'),
     ('{"tool": "search", "query": "  "}', 'needs a "query"'),
     ('{"tool": "search", "query": "x", "k": 0}', '"k" must be'),
+    ('{"tool": "delete", "kind": "episodic", "id": 1180591620717411303424}', 'needs the "id"'),  # 2**70: no SQLite id
+    ('{"tool": "update", "kind": "semantic", "id": "[99999999999999999999999]", "text": "x"}', 'needs the "id"'),
+    ('{"tool": "search", "query": "x", "k": 1180591620717411303424}', '"k" must be'),
+    ('{"tool": "insert", "kind": "semantic", "text": "a lone \\ud800"}', "lone surrogate"),
     ('[{"tool": "search", "query": "fridge"}, 3]', "a call is a JSON object"),
 ])
 def test_malformed_calls_become_errors_the_model_reads(line, problem):

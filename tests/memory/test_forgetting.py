@@ -1,5 +1,6 @@
 """Forget means gone: from the rows, the WAL, the index cache and every other file beside the DB."""
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import time
 
 import pytest
 
+from m3agent.cli import main
 from m3agent.config import IndexConfig, MemoryConfig
 from m3agent.memory import MemoryGraph, UnknownEntityError
 from m3agent.memory.errors import DatabaseBusyError, DiskFullError
@@ -19,6 +21,7 @@ from m3agent.memory.forgetting import (
     name_pattern,
 )
 from m3agent.memory.store import SQLiteStore
+from m3agent.memory.text_sources import TextRecord, parse_record
 from tests.conftest import rand_vec
 
 SECRETS = [b"12 Oak Street", b"4711", b"Alice", b"ALICECROP", b"opens the fridge", b"hi I am Alice"]
@@ -169,3 +172,94 @@ def test_a_copy_beside_the_db_is_named_not_silently_kept(kitchen, db_path):
     backup.unlink()
     kitchen.close()
     assert leftovers(db_path) == {}  # the DB itself was scrubbed
+
+
+# ---------------------------------------------------------------------- a text source's speakers
+CONVERSATION = [
+    {"id": "alice-pin", "text": "my PIN is 4711, keep it secret", "speaker": "Alice", "session": "s1", "time": "1 May"},
+    {"id": "bob-guitar", "text": "I play the bass guitar on Sundays", "speaker": "Bob", "session": "s1"},
+    {"id": "bob-gossip", "text": "alice lives at 12 Oak Street", "speaker": "Bob", "session": "s1"},
+    {"id": "alice-plants", "text": "I water the tomato plants every morning", "speaker": "Alice", "session": "s2"},
+    {"id": "bob-pasta", "text": "I cooked pasta with basil tonight", "speaker": "Bob", "session": "s2"},
+]
+HER = [b"Alice", b"4711", b"12 Oak Street", b"tomato plants", b"alice-pin", b"alice-plants"]
+
+
+def conversation():
+    return [parse_record(r) for r in CONVERSATION]
+
+
+@pytest.fixture
+def chat(db_path, embedder):
+    graph = MemoryGraph.open(db_path, embedder=embedder)
+    graph.remember("chat", conversation())
+    graph.source = graph.resolve_video("chat").id
+    yield graph
+    graph.close()
+
+
+def test_a_speaker_is_a_character_found_by_name_or_id(chat):
+    cards = {card.name: card for card in chat.character_cards("chat")}
+    assert set(cards) == {"Alice", "Bob"} and cards["Bob"].lines == 3 and cards["Alice"].clips == [0, 1]
+    alice = cards["Alice"].number
+    assert chat.resolve_character("chat", "aLiCe") == alice == chat.resolve_character("chat", f"character_{alice}")
+    assert [c.clip for c in chat.timeline("chat", alice)] == [0, 1]
+    assert chat.export("chat")["names"][f"character_{alice}"] == "Alice"
+
+
+def test_forgetting_a_speaker_leaves_nothing_of_her_and_keeps_the_others(chat, db_path, embedder):
+    with MemoryGraph.open(db_path, MemoryConfig(index=IndexConfig(ann_threshold=1)), embedder=embedder) as other:
+        other.search("secret PIN", video="chat", threshold=0.0)  # an index cache and a vector file beside the DB
+    assert {p.name for p in files_beside(db_path)} >= {"memory.db.ivf", "memory.db.vec"}
+    assert set(leftovers(db_path, HER)) == set(HER)
+
+    report = chat.forget(chat.source, "alice")
+    assert len(report["removed_entities"]) == 1 and len(report["removed_lines"]) == 3
+    assert len(report["removed_mentions"]) == 1 and report["removed_records"] == 3
+    assert [c.name for c in chat.character_cards("chat")] == ["Bob"]
+    found = chat.search("who plays guitar", video="chat", lines=5).lines
+    assert [line["id"] for line in found][:1] == ["bob-guitar"]
+    assert "bob-gossip" not in {line["id"] for line in chat.search("Oak Street", video="chat", lines=5).lines}
+    chat.close()
+    assert leftovers(db_path, HER) == {}
+    assert leftovers(db_path, [b"bass guitar", b"basil"]) != {}  # Bob's own lines stay
+
+
+def test_records_forgotten_are_not_remembered_again(chat, db_path):
+    chat.forget(chat.source, "Alice")
+    again = chat.remember("chat", conversation())
+    assert again.to_dict() == {"source": "chat", "added": 0, "already_stored": 2, "clips": 0, "forgotten": 3}
+    with pytest.raises(UnknownEntityError, match="no character called 'Alice'"):
+        chat.resolve_character("chat", "Alice")
+    assert leftovers(db_path, HER) == {}
+    later = chat.remember("chat", [TextRecord("alice-new", "hello again", speaker="Alice")])  # new records are new
+    assert later.added == 1 and "Alice" in {c.name for c in chat.character_cards("chat")}
+
+
+def test_keep_mentions_keeps_others_records(chat, db_path):
+    report = chat.forget(chat.source, "Alice", keep_mentions=True)
+    assert report["removed_mentions"] == [] and report["removed_records"] == 2
+    assert chat.remember("chat", conversation()).to_dict()["forgotten"] == 2
+    chat.close()
+    assert set(leftovers(db_path, HER)) == {b"12 Oak Street"}  # Bob's words about her stay
+
+
+def test_forget_a_speaker_through_the_cli(tmp_path, capsys):
+    db, records = str(tmp_path / "text.db"), tmp_path / "r.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in CONVERSATION))
+    hashing = ["--set", "embedder.backend=hashing"]
+    remember = [*hashing, "remember", db, "--source", "chat", "--jsonl", str(records), "--quiet"]
+    assert main(remember) == 0
+    with MemoryGraph.open(db, create=False) as graph:
+        graph.add_video("clip.mp4")
+    capsys.readouterr()
+    assert main(["forget", db, "Alice"]) == 2
+    assert "holds 2 videos or text sources (chat, clip.mp4): name one with --video NAME" in capsys.readouterr().err
+    assert main(["forget", db, "Alice", "--video", "chat"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["removed_records"] == 3 and len(report["removed_lines"]) == 3
+    assert main(remember) == 0
+    assert json.loads(capsys.readouterr().out)["forgotten"] == 3
+    assert main(["characters", db, "--video", "chat"]) == 0
+    assert [card["name"] for card in json.loads(capsys.readouterr().out)] == ["Bob"]
+    assert find_on_disk(files_beside(tmp_path / "text.db"), HER) == {}

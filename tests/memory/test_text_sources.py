@@ -54,7 +54,9 @@ def test_the_same_ids_are_stored_once_and_a_session_continues_in_its_clip(db_pat
         assert texts["no session"] == 2
         assert len(graph.store.speakers(video)) == 2  # Caroline is the same speaker node
         duplicates = graph.remember("conv", records([{"id": "Y", "text": "one"}, {"id": "Y", "text": "two"}]))
-        assert (duplicates.added, duplicates.already) == (1, 1)
+        assert (duplicates.added, duplicates.already, duplicates.changed) == (1, 0, ["Y"])  # said, not dropped
+        same = graph.remember("conv", records([{"id": "Z", "text": "one"}, {"id": "Z", "text": "one"}]))
+        assert (same.added, same.already, same.changed) == (1, 1, [])
 
 
 def test_procedural_lines_are_kept_apart(db_path, embedder):
@@ -131,3 +133,76 @@ def test_a_crash_mid_remember_resumes_where_it_stopped(db_path, embedder):
         assert (report.added, report.already) == (6, 4)
         assert len(graph.store.text_nodes(video)) == 10
         assert np.all(np.diff([c.id for c in graph.clips(video)]) == 1)
+
+
+def test_a_lesson_may_share_an_id_with_a_record_and_an_older_db_keeps_them_apart(db_path, embedder):
+    import sqlite3
+
+    with MemoryGraph.open(db_path, embedder=embedder) as graph:
+        graph.remember("conv", records())
+        lesson = [TextRecord("D1:1", "When the user asks about support groups, name the day")]
+        first = graph.remember("conv", lesson, procedural=True)
+        assert (first.added, first.already, first.changed) == (1, 0, [])  # not "already stored": another kind
+        assert [ln["id"] for ln in graph.search("support group", lines=5, kinds=[NodeKind.PROCEDURAL]).lines] == ["D1:1"]
+        again = graph.remember("conv", lesson, procedural=True)
+        assert (again.added, again.already) == (0, 1)
+    with sqlite3.connect(db_path) as conn:  # a DB from before the two namespaces: its lesson's key is bare
+        conn.execute("DELETE FROM records WHERE record = 'D1:1'")  # (and it could not store a record of that id)
+        conn.execute("UPDATE records SET record = substr(record, 2) WHERE substr(record, 1, 1) = char(31)")
+        conn.execute("DELETE FROM meta WHERE key = 'record_kinds'")
+    with MemoryGraph.open(db_path, embedder=embedder) as graph:
+        assert (graph.remember("conv", lesson, procedural=True).already, graph.remember("conv", records()).added) == (1, 1)
+
+
+def test_records_are_committed_in_bounded_batches_within_one_session(db_path, embedder):
+    from m3agent.memory.text_sources import COMMIT_RECORDS
+
+    many = [{"id": f"r{i}", "text": f"note {i}", "session": "s1"} for i in range(COMMIT_RECORDS * 2 + 10)]
+    calls = []
+
+    class Crash(Exception):
+        pass
+
+    def embed_then_crash(texts):
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise Crash
+        return embedder.embed(texts)
+
+    with MemoryGraph.open(db_path, embedder=embedder) as graph:
+        graph.remember("notes", records(many[:1]))  # the source exists; then one session of 522 records
+        video = graph.resolve_video("notes").id
+        from m3agent.memory.text_sources import remember_records
+
+        with pytest.raises(Crash):
+            remember_records(graph.store, graph.writer, embed_then_crash, "notes", records(many[1:]))
+        assert calls[0] <= COMMIT_RECORDS
+        kept = len(graph.store.text_nodes(video))
+        assert 1 < kept <= 1 + COMMIT_RECORDS  # the first batch is on disk although the run died
+        report = graph.remember("notes", records(many))
+        assert report.already == kept and report.added == len(many) - kept
+        assert {n.clip for n in graph.store.text_nodes(video)} == {0}  # one session, one clip
+
+
+def test_text_that_is_not_text_or_too_long_is_a_skipped_line(tmp_path):
+    from m3agent.memory.text_sources import MAX_RECORD_TEXT
+
+    path = tmp_path / "r.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(json.dumps(CHAT[0]) + "\n")
+        fh.write('{"id": "s", "text": "a lone \\ud800 surrogate"}\n')
+        fh.write(json.dumps({"id": "big", "text": "x" * (MAX_RECORD_TEXT + 1)}) + "\n")
+        fh.write('{"id": "endless", "text": "' + "y" * (9 * MAX_RECORD_TEXT) + '"}\n')
+        fh.write(json.dumps({"id": "esc\x1b[2J", "text": "hi"}) + "\n")
+        fh.write(json.dumps(CHAT[1]) + "\n")
+    found, problems = read_records(path)
+    assert [r.id for r in found] == [CHAT[0]["id"], CHAT[1]["id"]]
+    reasons = dict(problems)
+    assert "lone surrogate" in reasons[2] and "split it" in reasons[3] and "longer than" in reasons[4]
+    assert "control character" in reasons[5]
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert [r.id for r in read_records(bom)[0]] == [CHAT[0]["id"], CHAT[1]["id"]]  # the first record too
+    utf16 = tmp_path / "u16.jsonl"
+    utf16.write_bytes(path.read_text(encoding="utf-8").encode("utf-16"))
+    assert [r.id for r in read_records(utf16)[0]] == [CHAT[0]["id"], CHAT[1]["id"]]

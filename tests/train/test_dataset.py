@@ -211,3 +211,49 @@ def test_cli_train_data_memory_build(tmp_path, capsys):
                  ["--annotations", str(DATA / "robot.json"), "--memories", str(tmp_path), "--tasks", str(path)]):
         assert main(["train-data", *args, "--out", str(tmp_path / "none")]) == 2
     assert "needs --annotations and --memories" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ the run folder
+def cli_tasks(tmp_path, out, *extra):
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join(json.dumps(t) for t in memory_tasks()), encoding="utf-8")
+    hashing = [w for item in HASHING for w in ("--set", item)]
+    return main([*hashing, "train-data", "--task", "memory-build", "--tasks", str(path), "--out", str(out),
+                 "--val-fraction", "0.3", "--seed", "3", *extra])
+
+
+def one_error_line(capsys) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("m3agent train-data: error: "), lines
+    return lines[0]
+
+
+def test_someone_elses_dataset_folder_is_refused_untouched(tmp_path, capsys):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    files = {"train.parquet": b"their rows", "val.parquet": b"their held-out rows", "summary.json": b"{}"}
+    for name, data in files.items():
+        (theirs / name).write_bytes(data)
+    assert cli_tasks(tmp_path, theirs) == 2
+    assert "choose another --out" in one_error_line(capsys)
+    assert {p.name: p.read_bytes() for p in theirs.iterdir()} == files
+    ours = tmp_path / "ours"  # our own folder is ours to write again (the whole set, each file at once)
+    assert cli_tasks(tmp_path, ours) == 0 and cli_tasks(tmp_path, ours, "--val-fraction", "0") == 0
+    assert not (ours / "val.parquet").exists() and json.loads((ours / "summary.json").read_text())["val"] == 0
+    assert sorted(p.name for p in ours.iterdir()) == [".m3agent-run.json", "summary.json", "train.parquet"]
+
+
+def test_out_onto_a_file_or_under_one_is_one_line(tmp_path, capsys):
+    (tmp_path / "file").write_text("data")
+    assert cli_tasks(tmp_path, tmp_path / "file") == 2 and "is a file, not a folder" in one_error_line(capsys)
+    assert cli_tasks(tmp_path, tmp_path / "file" / "out") == 2
+    assert "cannot write into --out" in one_error_line(capsys)
+    assert (tmp_path / "file").read_text() == "data"
+
+
+def test_a_bench_run_folder_is_not_a_dataset_folder(tmp_path, capsys):
+    from m3agent.outfolder import claim
+
+    claim(tmp_path / "bench", "bench m3", {"annotation questions": "x"})
+    assert cli_tasks(tmp_path, tmp_path / "bench") == 2
+    assert "holds a run of m3agent bench m3, not of m3agent train-data" in one_error_line(capsys)

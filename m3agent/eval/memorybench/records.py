@@ -10,7 +10,6 @@ all is a :class:`MemoryBenchDataError`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -18,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from m3agent.errors import M3AgentError
+from m3agent.jsonl import MAX_LINE, LineError, file_lines, loads, read_text, too_long
 
+_UNREADABLE = "cannot read MemoryBench data {source}: {reason}"
 #: how a case is keyed in results: one dataset's test_idx values are unique, several datasets' are not
 CASE_KEY = "{dataset}:{test_idx}"
 
@@ -73,7 +74,7 @@ def _messages(value: Any) -> tuple[dict, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        value = json.loads(value)
+        value = loads(value)
     if not isinstance(value, list) or not all(isinstance(m, dict) and "content" in m for m in value):
         raise ValueError("input_chat_messages must be a list of {role, content}")
     return tuple({"role": str(m.get("role", "user")), "content": str(m["content"])} for m in value)
@@ -83,7 +84,7 @@ def _feedback(value: Any) -> tuple[FeedbackTurn, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        value = json.loads(value)
+        value = loads(value)
     if not isinstance(value, list):
         raise ValueError("implicit_feedback must be a list")
     turns = []
@@ -115,7 +116,7 @@ def parse_record(raw: Any, position: int, split: str | None = None) -> MBRecord:
     try:
         info = raw.get("info") or {}
         if isinstance(info, str):
-            info = json.loads(info)
+            info = loads(info)
         if not isinstance(info, dict):
             raise ValueError("info must be an object")
         prompt = raw.get("input_prompt")
@@ -125,7 +126,7 @@ def parse_record(raw: Any, position: int, split: str | None = None) -> MBRecord:
         # corpus datasets carry the dialogs of the published baselines instead of one of their own
         dialog = raw.get("dialog") or next((raw[k] for k in sorted(raw) if k.startswith("dialog_") and raw[k]), [])
         if isinstance(dialog, str):
-            dialog = json.loads(dialog)
+            dialog = loads(dialog)
         if not isinstance(dialog, list):
             raise ValueError("dialog must be a list")
         return MBRecord(dataset, test_idx, str(raw.get("lang") or "en"),
@@ -134,7 +135,7 @@ def parse_record(raw: Any, position: int, split: str | None = None) -> MBRecord:
                         _feedback(raw.get("implicit_feedback") or next(
                             (raw[k] for k in sorted(raw) if k.startswith("implicit_feedback_") and raw[k]), None)),
                         split=split or _split_name(raw.get("split")))
-    except (ValueError, TypeError, json.JSONDecodeError) as exc:
+    except (ValueError, TypeError) as exc:
         return MBRecord(dataset, test_idx, problem=f"malformed record: {exc}")
 
 
@@ -175,16 +176,17 @@ def _file_rows(path: Path):
 
             yield from pq.read_table(path).to_pylist()
         elif path.suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads(read_text(path, error=MemoryBenchDataError, unreadable=_UNREADABLE))
             yield from data if isinstance(data, list) else [data]
         else:
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-                if line.strip():
-                    try:
-                        yield json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        yield f"line {number} of {path.name} is not JSON ({exc.msg})"
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            for number, line in file_lines(path, error=MemoryBenchDataError, unreadable=_UNREADABLE):
+                try:
+                    yield loads(line) if line is not None else f"line {number} of {path.name} is {too_long(MAX_LINE)}"
+                except LineError as exc:
+                    yield f"line {number} of {path.name} is not JSON ({exc.msg})"
+    except MemoryBenchDataError:
+        raise
+    except (OSError, LineError) as exc:
         raise MemoryBenchDataError(f"cannot read MemoryBench data {path}: {exc}") from exc
     except Exception as exc:  # pyarrow's own errors: a damaged Arrow or Parquet file
         raise MemoryBenchDataError(f"cannot read MemoryBench data {path}: {exc}") from exc
@@ -206,18 +208,23 @@ def load_corpus(path: str | os.PathLike[str]) -> dict[str, list[dict]]:
     """A corpus dataset's conversation as turns ``{"id", "text", "time", "speaker", "session"}``, grouped by
     conversation. Reads the published layout (one row whose ``text`` is Locomo's conversation JSON, or
     DialSim's transcript with ``[Date: ..., Session #n]`` headers) and plain turns (JSON lines of those
-    keys, with ``conversation``)."""
+    keys, with ``conversation``). A line that is not a JSON object is an error: a damaged corpus would
+    otherwise answer its questions from part of the conversation, or none of it, without a word."""
     out: dict[str, list[dict]] = {}
     name = Path(path).stem
-    for row, _ in _rows(Path(path)):
-        if not isinstance(row, dict) or not row.get("text"):
+    for position, (row, _) in enumerate(_rows(Path(path)), start=1):
+        if isinstance(row, str):
+            raise MemoryBenchDataError(f"corpus {path}: {row}")
+        if not isinstance(row, dict):
+            raise MemoryBenchDataError(f"corpus {path}: row {position} is not a JSON object")
+        if not row.get("text"):
             continue
         text = row["text"]
         if isinstance(text, str) and text.lstrip().startswith("{"):
             try:
-                out.setdefault(name, []).extend(locomo_turns(json.loads(text)))
+                out.setdefault(name, []).extend(locomo_turns(loads(text)))
                 continue
-            except (json.JSONDecodeError, ValueError, TypeError, AttributeError):
+            except (LineError, ValueError, TypeError, AttributeError):
                 pass
         if isinstance(text, str) and _DIALSIM.search(text):
             out.setdefault(name, []).extend(dialsim_turns(text))

@@ -15,7 +15,6 @@ from a seeded generator per case, so a run repeats exactly.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from m3agent.jsonl import LineError, loads
 from m3agent.models.llm.base import ChatModel
 
 LIKE_TEXT = "Great! That's correct. Thank you for the accurate answer."
@@ -169,8 +169,8 @@ def parse_user_reply(text: str) -> tuple[tuple[float, bool, str | None] | None, 
     if not match:
         return None, f"the user model's reply is not JSON: {text[:80]!r}"
     try:
-        data = json.loads(match.group(0))
-    except json.JSONDecodeError as exc:
+        data = loads(match.group(0))
+    except LineError as exc:
         return None, f"the user model's reply is not valid JSON ({exc.msg}): {text[:80]!r}"
     if not isinstance(data, dict):
         return None, "the user model's JSON is not an object"

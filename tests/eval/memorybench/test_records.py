@@ -60,3 +60,20 @@ def test_missing_and_unreadable_sources(tmp_path):
     (tmp_path / "bad.arrow").write_bytes(b"not arrow")
     with pytest.raises(MemoryBenchDataError, match="cannot read"):
         load_records(tmp_path / "bad.arrow")
+
+
+def test_a_damaged_corpus_is_an_error_not_a_conversation_answered_without_it(tmp_path):
+    import pytest
+
+    from m3agent.eval.memorybench.records import MemoryBenchDataError
+
+    good = (FIXTURE / "corpus" / "Locomo-0.jsonl").read_text(encoding="utf-8")
+    for name, text in (("torn", good + '{"text": "half a row'), ("surrogate", good + '{"text": "\\ud800"}\n'),
+                       ("list", good + "[1, 2]\n")):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(MemoryBenchDataError, match=f"corpus {path}"):
+            load_corpus(path)
+    (tmp_path / "binary.jsonl").write_bytes(b"\x00\x01\x02")
+    with pytest.raises(MemoryBenchDataError, match="NUL byte"):
+        load_corpus(tmp_path / "binary.jsonl")
