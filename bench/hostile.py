@@ -11,11 +11,13 @@ cases that change it. A full run takes a few minutes on 2 cores.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import platform
 import shutil
 import signal
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -64,6 +66,11 @@ class Result:
     @property
     def tracebacks(self) -> int:
         return sum(r.traceback for r in self.runs)
+
+    @property
+    def security(self) -> bool:
+        """A security case that did not hold: someone got in, or saw what they must not."""
+        return self.point.endswith(" S") and not self.behaved
 
     @property
     def clean_errors(self) -> int:
@@ -146,17 +153,18 @@ class Bench:
             self.results.append(result)
 
     def table(self) -> str:
-        rows = ["| case | issue point | expected | exits | behaved | tracebacks | data lost | note |",
-                "|---|---|---|---|---|---|---|---|"]
+        rows = ["| case | issue point | expected | exits | behaved | tracebacks | data lost | security | note |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for r in self.results:
             exits = ",".join(str(run.code) for run in r.runs)
             rows.append(f"| {r.name} | {r.point} | {r.expected} | {exits} | {'yes' if r.behaved else 'NO'} | "
-                        f"{r.tracebacks} | {'YES' if r.data_lost else 0} | {r.note} |")
+                        f"{r.tracebacks} | {'YES' if r.data_lost else 0} | {'YES' if r.security else 0} | {r.note} |")
         n = len(self.results)
         summary = (f"\n{n} cases, {sum(len(r.runs) for r in self.results)} commands: "
                    f"{sum(r.clean_errors for r in self.results)} clean one-line errors, "
                    f"{sum(r.tracebacks for r in self.results)} tracebacks, "
                    f"{sum(r.data_lost for r in self.results)} cases with data lost, "
+                   f"{sum(r.security for r in self.results)} security failures, "
                    f"{sum(not r.behaved for r in self.results)} cases not behaving as the issue asks")
         return "\n".join(rows) + "\n" + summary
 
@@ -556,6 +564,473 @@ for _name, _payload in (("evil-class", _evil), ("deep-nesting", _deep), ("billio
     _pickle_case(_name, _payload)
 
 
+# ====================================================================== issue 26: the new doors
+# (S) security, (D) data lost, (T) tracebacks, (L) limits and consistency. A text source is remembered with the
+# hashing embedder where the case is about the door, not about the model.
+HASHING = ("--set", "embedder.backend=hashing")
+ESCAPES = ("\x1b]0;pwned\x07", "\x1b[2J", "\u202e", "\x9b31m")
+RSS_WRAPPER = ("import resource, sys; from m3agent.cli import main; code = main(sys.argv[1:]); "
+               "print('maxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
+               "sys.exit(code)")
+
+
+def _jsonl(path: Path, rows: list) -> Path:
+    """Rows as JSON lines; a str row is written as it is (a line no JSON encoder would write)."""
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
+def _text_db(b: Bench, name: str, rows: list, *extra: str) -> tuple[Path, Run]:
+    db = b.fresh_db(name)
+    run = b.cli(*HASHING, "remember", db, "--source", "chat", "--jsonl", _jsonl(db.parent / "records.jsonl", rows),
+                "--quiet", *extra)
+    return db, run
+
+
+def _stored_ids(db: Path, procedural: bool | None = None) -> list[str]:
+    """The record ids of a DB's text lines (of one kind, or all)."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT meta, kind FROM nodes WHERE meta IS NOT NULL").fetchall()
+    from m3agent.memory.model import NodeKind
+
+    out = []
+    for meta, kind in rows:
+        record = json.loads(meta).get("record")
+        if record is not None and (procedural is None or (kind == int(NodeKind.PROCEDURAL)) == procedural):
+            out.append(str(record))
+    return out
+
+
+CONVERSATION = [{"id": "c1", "text": "I keep my spare key under the blue flowerpot", "speaker": "Wanda", "session": "1"},
+                {"id": "c2", "text": "My brother Ulrich fixes old radios", "speaker": "Wanda", "session": "1"},
+                {"id": "c3", "text": "Wanda told me about the flowerpot, I will water it", "speaker": "Tobias",
+                 "session": "1"},
+                {"id": "c4", "text": "The ferry to Skellig leaves at seven", "speaker": "Tobias", "session": "2"}]
+
+
+# ---------------------------------------------------------------------- issue 26: whose --out folder it is
+def _m3_annotations(path: Path, *references: str) -> Path:
+    """Three questions on the base memory (video key "memory": base/memory.db), the same ids in every file."""
+    asks = ["Who likes football?", "What is the name of the woman?", "Where does Peter work?"]
+    qa = [{"question_id": f"q{i}", "question": q, "answer": a, "type": ["Person Understanding"], "timestamp": "01:00"}
+          for i, (q, a) in enumerate(zip(asks, references))]
+    path.write_text(json.dumps({"memory": {"video_path": "memory.mp4", "qa_list": qa}}))
+    return path
+
+
+def _bench_m3(b: Bench, annotations: Path, out: Path) -> Run:
+    """bench m3 over the base memory, the control model scripted to answer "Peter" (no language model loads)."""
+    replies = b.dir / "peter.json"
+    replies.write_text(json.dumps(["Action: [Answer]\nContent: Peter."]))
+    return b.cli("--set", "control.chat.backend=scripted", "--set", f"control.chat.model={replies}", "--set",
+                 "control.seed_search=false", "bench", "m3", "--annotations", annotations, "--memories",
+                 b.base_db.parent, "--out", out, "--quiet")
+
+
+def _build_tasks(b: Bench) -> Path:
+    return _jsonl(b.dir / "build-tasks.jsonl", [{"id": "t", "chunks": ["Peter works at the bakery."], "questions": [
+        {"question": "Where does Peter work?", "answer": "the bakery"}]}])
+
+
+def _someones(folder: Path, files: dict[str, bytes]) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir()} if folder.is_dir() else {}
+
+
+@case("bench-m3-out-holds-someones-report", "26 D")
+def _(b: Bench, r: Result) -> None:
+    files = {"report.md": b"# my report\n", "summary.json": b'{"mine": true}\n', "accuracy_by_type.png": b"png"}
+    out = _someones(b.dir / "someones-report", files)
+    expect_error(r, _bench_m3(b, _m3_annotations(b.dir / "ann-a.json", "Peter", "Sarah", "the bakery"), out),
+                 "choose another --out")
+    r.data_lost = _contents(out) != files
+
+
+@case("bench-m3-rerun-with-other-annotations", "26 D")
+def _(b: Bench, r: Result) -> None:
+    out = b.dir / "bench-rerun"
+    if out.exists():
+        shutil.rmtree(out)
+    first = _m3_annotations(b.dir / "ann-first.json", "Peter", "Peter", "Peter")  # the scripted answer: 3/3
+    run = _bench_m3(b, first, out)
+    r.runs.append(run)
+    if run.code != 0:
+        r.note = f"the first run failed: exit {run.code}: {run.err.strip()[-140:]}"
+        return
+    report = (out / "report.md").read_bytes()
+    second = _m3_annotations(b.dir / "ann-second.json", "David", "Sarah", "Peter")  # a fresh run: 1/3
+    expect_error(r, _bench_m3(b, second, out), "annotation questions", "choose another --out")
+    again = _bench_m3(b, first, out)  # the same file again: resumed
+    r.runs.append(again)
+    r.behaved = r.behaved and again.code == 0 and "(3/3)" in again.out
+    r.data_lost = (out / "report.md").read_bytes() != report
+
+
+@case("train-data-out-holds-someones-dataset", "26 D")
+def _(b: Bench, r: Result) -> None:
+    files = {"train.parquet": b"their rows", "val.parquet": b"their held-out rows", "summary.json": b"{}\n"}
+    out = _someones(b.dir / "someones-dataset", files)
+    expect_error(r, b.cli(*HASHING, "train-data", "--task", "memory-build", "--tasks", _build_tasks(b), "--out", out),
+                 "choose another --out")
+    r.data_lost = _contents(out) != files
+
+
+@case("train-data-out-is-a-file", "26 T")
+def _(b: Bench, r: Result) -> None:
+    notes = b.dir / "train-notes.txt"
+    notes.write_text("my notes\n")
+    tasks = _build_tasks(b)
+    expect_error(r, b.cli(*HASHING, "train-data", "--task", "memory-build", "--tasks", tasks, "--out", notes),
+                 "is a file")
+    under = b.cli(*HASHING, "train-data", "--task", "memory-build", "--tasks", tasks, "--out", notes / "out")
+    r.runs.append(under)
+    r.behaved = r.behaved and under.clean_error and under.code == 2
+    r.data_lost = notes.read_text() != "my notes\n"
+
+
+# ---------------------------------------------------------------------- issue 26: the app serves videos, to itself only
+def _app(b: Bench, name: str, *args: str) -> tuple[subprocess.Popen, int, Path]:
+    """``m3agent app`` on a free port over a folder holding the episode and a copy of its memory (the DB and
+    every file beside it), once it answers; ``args`` go before the subcommand (``--set ...``)."""
+    folder = b.dir / name
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "memories").mkdir(parents=True)
+    (folder / ".app").mkdir()
+    shutil.copy(b.episode, folder / "episode.mp4")
+    for part in b.base_db.parent.glob(b.base_db.name + "*"):
+        shutil.copy(part, folder / "memories" / part.name.replace(b.base_db.stem, "episode", 1))
+    (folder / ".app" / "jobs.json").write_text('{"secret": "the queue of someone"}')
+    os.symlink(folder / "memories" / "episode.db", folder / "alias.mp4")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = b.start(*args, "app", "--data", folder, "--port", port)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if _http(port, "/")[0]:
+            break
+        time.sleep(0.5)
+    return proc, port, folder
+
+
+def _http(port: int, path: str, method: str = "GET", host: str | None = None, **headers: str) -> tuple[int, bytes]:
+    """The request exactly as written (no normalizing of ``..`` or ``%``); (0, b"") when nothing answers."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path, body=b"" if method == "POST" else None,
+                     headers={"Host": host or f"127.0.0.1:{port}", **headers})
+        response = conn.getresponse()
+        return response.status, response.read()
+    except OSError:
+        return 0, b""
+    finally:
+        conn.close()
+
+
+def _stop(r: Result, proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    r.runs.append(Run(proc.returncode, out, err))
+
+
+@case("app-serves-no-memory-file", "26 S")
+def _(b: Bench, r: Result) -> None:
+    proc, port, folder = _app(b, "appfiles")
+    try:
+        secrets = [p for p in sorted((folder / "memories").iterdir()) if p.is_file()] + [folder / ".app" / "jobs.json"]
+        before = {p: p.read_bytes() for p in secrets}
+        served = []
+        for secret in secrets:
+            inside = secret.relative_to(folder).as_posix()
+            for spelled in (str(secret), os.path.relpath(secret, b.dir), f"{folder}/memories/../{inside}",
+                            f"{folder}/memories/%2e%2e/{inside}", f"{folder}/memories/%252e%252e/{inside}",
+                            str(secret).replace("/", "%2F"), f"{folder}/alias.mp4"):
+                for route in ("/gradio_api/file=", "/gradio_api/file/"):
+                    status, body = _http(port, route + spelled)
+                    if status in (200, 206) or b"SQLite format 3" in body:
+                        served.append(f"{route}{spelled} ({status}, {len(body)} bytes)")
+        video_status, video = _http(port, f"/gradio_api/file={folder}/episode.mp4")
+        r.behaved = not served and video_status == 200 and video == (folder / "episode.mp4").read_bytes()
+        r.data_lost = any(not p.is_file() or p.read_bytes() != data for p, data in before.items()
+                          if p.suffix in (".db", ".vec"))
+        r.note = (f"SERVED {len(served)}: {served[0]}" if served else
+                  f"{len(secrets)} memory/state files refused by every path; the video: {video_status}")
+    finally:
+        _stop(r, proc)
+
+
+@case("app-refuses-foreign-host-and-origin", "26 S")
+def _(b: Bench, r: Result) -> None:
+    proc, port, folder = _app(b, "apphost")
+    try:
+        video = f"/gradio_api/file={folder}/episode.mp4"
+        foreign = {f"{path} Host {host}": _http(port, path, host=host)[0]
+                   for path in ("/", "/gradio_api/info", video)
+                   for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1.nip.io:{port}")}
+        foreign["POST from http://evil.example"] = _http(port, "/gradio_api/queue/join", "POST",
+                                                         Origin="http://evil.example")[0]
+        own = {f"/ Host {host}": _http(port, "/", host=host)[0] for host in (f"127.0.0.1:{port}", f"localhost:{port}")}
+        let_in = [k for k, status in foreign.items() if status not in (400, 403)]
+        shut_out = [k for k, status in own.items() if status != 200]
+        r.behaved = not let_in and not shut_out
+        r.note = (f"answered {let_in[:2]}; refused {shut_out}" if let_in or shut_out else
+                  f"{len(foreign)} foreign requests refused; 127.0.0.1 and localhost answered")
+    finally:
+        _stop(r, proc)
+
+
+@case("app-on-all-interfaces-answers-allowed-names", "26 S", "ok")
+def _(b: Bench, r: Result) -> None:
+    proc, port, _ = _app(b, "appall", "--set", "app.host=0.0.0.0", "--set", "app.allowed_hosts=box.test")
+    try:
+        got = {host: _http(port, "/", host=host)[0] for host in (f"box.test:{port}", f"localhost:{port}",
+                                                                  f"0.0.0.0:{port}", f"other.test:{port}")}
+        r.behaved = got[f"box.test:{port}"] == got[f"localhost:{port}"] == 200 and \
+            got[f"0.0.0.0:{port}"] == got[f"other.test:{port}"] == 403
+        r.note = ", ".join(f"{h}: {s}" for h, s in got.items())
+    finally:
+        _stop(r, proc)
+
+
+@case("escape-sequences-in-memory", "26 S", "ok")
+def _(b: Bench, r: Result) -> None:
+    rows = [{"id": f"e{i}", "text": f"the kite {e} flew over the pier", "speaker": f"Mal{e}lory", "session": "1"}
+            for i, e in enumerate(ESCAPES)]
+    db, stored = _text_db(b, "escapes", rows)
+    replies = db.parent / "replies.json"
+    replies.write_text(json.dumps(["Action: [Answer]\nContent: the kite \x1b[2J\u202e flew"]))
+    chat = ("--set", "control.chat.backend=scripted", "--set", f"control.chat.model={replies}")
+    r.runs.append(stored)
+    for argv in (("search", db, "kite pier", "--threshold", "-1"), ("search", db, "kite", "--lines", "9"),
+                 ("search", db, "kite", "--lines", "9", "--json"), ("timeline", db), ("characters", db),
+                 (*chat, "ask", db, "What flew?"), ("inspect", db)):
+        r.runs.append(b.cli(*HASHING, *argv))
+    raw = [run for run in r.runs if any(e[0] in run.out + run.err for e in ESCAPES) or "\x07" in run.out + run.err]
+    r.behaved = all(run.code == 0 for run in r.runs) and not raw
+    r.note = f"{len(r.runs) - 1} commands printed stored escapes: {len(raw)} raw"
+
+
+@case("forget-a-text-speaker", "26 S", "ok")
+def _(b: Bench, r: Result) -> None:
+    from m3agent.memory.forgetting import files_beside, find_on_disk
+
+    db, stored = _text_db(b, "forget-text", CONVERSATION)
+    b.cli(*HASHING, "search", db, "spare key", "--set", "memory.index.ann_threshold=1")  # an index cache beside it
+    run = b.cli(*HASHING, "forget", db, "Wanda", "--video", "chat")
+    r.runs += [stored, run]
+    needles = [b"Wanda", b"flowerpot", b"Ulrich", b"spare key"]
+    left = find_on_disk(files_beside(db), needles)
+    others = b.cli(*HASHING, "search", db, "ferry", "--lines", "3", "--json")
+    kept = others.code == 0 and any("Skellig" in line["text"] for line in json.loads(others.out).get("lines", []))
+    r.behaved = run.code == 0 and not left and kept
+    r.data_lost = not kept
+    r.note = f"{len(needles)} pieces searched in {len(files_beside(db))} files, found {len(left)}; other speaker kept: {kept}"
+
+
+@case("remember-lesson-with-a-record-id", "26 D", "ok")
+def _(b: Bench, r: Result) -> None:
+    db, first = _text_db(b, "lesson-id", CONVERSATION)
+    lessons = _jsonl(db.parent / "lessons.jsonl", [{"id": "c1", "text": "Answer key questions with the hiding place"}])
+    run = b.cli(*HASHING, "remember", db, "--source", "chat", "--jsonl", lessons, "--procedural", "--quiet")
+    r.runs += [first, run]
+    r.behaved = run.code == 0 and _stored_ids(db, procedural=True) == ["c1"]
+    r.data_lost = "c1" not in _stored_ids(db, procedural=True)
+    r.note = f"lessons stored: {_stored_ids(db, procedural=True)}"
+
+
+@case("remember-same-id-other-text", "26 D", "ok")
+def _(b: Bench, r: Result) -> None:
+    db, first = _text_db(b, "changed-id", CONVERSATION)
+    edited = _jsonl(db.parent / "edited.jsonl", [{**CONVERSATION[0], "text": "I moved the spare key to the shed"}])
+    run = b.cli(*HASHING, "remember", db, "--source", "chat", "--jsonl", edited, "--quiet")
+    r.runs += [first, run]
+    said = "stored before with other text" in run.err and json.loads(run.out or "{}").get("changed") == 1
+    r.behaved = run.code == 0 and said
+    r.note = run.err.strip().splitlines()[-1][:140] if run.err.strip() else "(said nothing)"
+
+
+def _surrogate_case(name: str, argv: Callable[[Bench, Path], list], phrase: str = "lone surrogate") -> None:
+    @case(f"lone-surrogate-{name}", "26 T")
+    def _(b: Bench, r: Result) -> None:
+        folder = b.dir / "surrogate" / name
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        run = b.cli(*argv(b, folder))
+        if name == "remember":  # the valid records around the bad line are kept: it is a skipped line
+            r.runs.append(run)
+            ids = _stored_ids(folder / "memory.db")
+            r.behaved = run.code == 0 and phrase in run.err and sorted(ids) == ["a", "c"]
+            r.data_lost = sorted(ids) != ["a", "c"]
+            r.note = f"stored {sorted(ids)}; {run.err.strip().splitlines()[0][:100] if run.err.strip() else ''}"
+        else:
+            expect_error(r, run, phrase)
+
+
+BAD_LINE = '{"id": "b", "text": "half a pair \\ud800 here", "question": "Who \\ud800?", "query": "x \\udc00"}'
+_surrogate_case("remember", lambda b, f: [*HASHING, "remember", f / "memory.db", "--source", "s", "--jsonl", _jsonl(
+    f / "r.jsonl", [{"id": "a", "text": "one"}, BAD_LINE, {"id": "c", "text": "three"}]), "--quiet"])
+_surrogate_case("qa", lambda b, f: ["qa", b.base_db, _jsonl(f / "q.jsonl", [{"question": "Who?"}, BAD_LINE]),
+                                    "--out", f / "answers.jsonl", "--quiet"])
+_surrogate_case("bench-m3", lambda b, f: ["bench", "m3", "--annotations", _jsonl(f / "ann.json", [
+    '{"episode": {"qa_list": [{"question_id": "x", "question": "Who \\ud800?", "answer": "Bob"}]}}']),
+    "--memories", b.base_db.parent, "--out", f / "out", "--quiet"])
+_surrogate_case("train-data", lambda b, f: ["train-data", "--task", "memory-build", "--tasks", _jsonl(
+    f / "tasks.jsonl", ['{"id": "t", "chunks": [["\\ud800"]], "questions": []}']), "--out", f / "out"])
+
+
+@case("lone-surrogate-search-queries", "26 T", "ok")
+def _(b: Bench, r: Result) -> None:
+    path = _jsonl(b.dir / "surrogate-queries.txt", ['{"query": "kitchen \\ud800"}', "football"])
+    run = b.cli("search", b.base_db, "--queries", path, "--lines", "2")
+    r.runs.append(run)
+    rows = [json.loads(line) for line in run.out.splitlines()] if run.code == 0 else []
+    r.behaved = len(rows) == 2 and "error" in rows[0] and "lines" in rows[1]
+    r.note = f"{len(rows)} result lines; the bad query: {rows[0].get('error', '')[:80] if rows else run.err[-100:]}"
+
+
+@case("huge-integers", "26 T")
+def _(b: Bench, r: Result) -> None:
+    for argv, phrase in ((("--lines", str(10**20)), "--lines"), (("--top-k", str(2**70)), "--top-k"),
+                         (("--threshold", "inf"), "--threshold"), (("--threshold", "nan"), "--threshold")):
+        sub = Result(r.name, r.point, r.expected)
+        expect_error(sub, b.cli("search", b.base_db, "football", *argv), phrase)
+        r.runs += sub.runs
+        if not sub.behaved:
+            r.note = sub.note
+            return
+    r.behaved = True
+
+
+@case("policy-tool-id-2^70", "26 T", "ok")
+def _(b: Bench, r: Result) -> None:
+    folder = b.fresh_db("policy-id").parent
+    replies = folder / "replies.json"
+    replies.write_text(json.dumps([json.dumps({"tool": "delete", "kind": "semantic", "id": 2**70}) + "\n" +
+                                   json.dumps({"tool": "insert", "kind": "semantic", "text": "Wanda hides keys"})]))
+    run = b.cli(*HASHING, "--set", "control.chat.backend=scripted", "--set", f"control.chat.model={replies}",
+                "remember", folder / "memory.db", "--source", "chat", "--jsonl", _jsonl(folder / "r.jsonl", CONVERSATION),
+                "--policy", "chat", "--quiet")
+    r.runs.append(run)
+    r.behaved = run.code == 0
+    r.note = (run.out.strip().replace("\n", " ")[:120] if run.code == 0 else run.err.strip()[-140:])
+
+
+@case("remember-dev-zero", "26 L")
+def _(b: Bench, r: Result) -> None:
+    started = time.perf_counter()
+    run = b.cli(*HASHING, "remember", b.fresh_db("zero"), "--source", "s", "--jsonl", "/dev/zero", "--quiet",
+                timeout=60)
+    expect_error(r, run, "NUL byte")
+    r.note = (r.note or "refused") + f" in {time.perf_counter() - started:.1f} s"
+
+
+@case("remember-one-endless-line", "26 L", "ok")
+def _(b: Bench, r: Result) -> None:
+    folder = b.fresh_db("endless").parent
+    path = folder / "endless.jsonl"
+    with path.open("w") as fh:  # a valid record, 300 MB without a newline, a valid record
+        fh.write(json.dumps({"id": "a", "text": "first"}) + "\n")
+        block = "x" * 2**20
+        for _ in range(300):
+            fh.write(block)
+        fh.write("\n" + json.dumps({"id": "b", "text": "last"}) + "\n")
+    proc = subprocess.run([sys.executable, "-c", RSS_WRAPPER, *HASHING, "remember", folder / "memory.db", "--source",
+                           "s", "--jsonl", path, "--quiet"], capture_output=True, text=True, env=b.env, cwd=b.dir)
+    path.unlink()
+    run = Run(proc.returncode, proc.stdout, proc.stderr)
+    r.runs.append(run)
+    rss = next((int(w.split()[-1]) // 1024 for w in run.err.splitlines() if w.startswith("maxrss_kb")), None)
+    ids = sorted(_stored_ids(folder / "memory.db")) if run.code == 0 else []
+    r.behaved = run.code == 0 and "line 2 skipped" in run.err and ids == ["a", "b"] and rss is not None and rss < 1500
+    r.data_lost = ids != ["a", "b"]
+    r.note = f"stored {ids}; peak RSS {rss} MB for a 300 MB line"
+
+
+@case("remember-bom-and-utf16", "26 L", "ok")
+def _(b: Bench, r: Result) -> None:
+    folder = b.fresh_db("encodings").parent
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in CONVERSATION)
+    kept = {}
+    for name, data in (("bom", b"\xef\xbb\xbf" + text.encode()), ("utf16", text.encode("utf-16"))):
+        path = folder / f"{name}.jsonl"
+        path.write_bytes(data)
+        run = b.cli(*HASHING, "remember", folder / f"{name}.db", "--source", "s", "--jsonl", path, "--quiet")
+        r.runs.append(run)
+        kept[name] = len(_stored_ids(folder / f"{name}.db")) if run.code == 0 else 0
+    r.behaved = all(run.code == 0 for run in r.runs) and set(kept.values()) == {len(CONVERSATION)}
+    r.data_lost = not r.behaved
+    r.note = f"records stored: {kept} of {len(CONVERSATION)} each"
+
+
+@case("memorybench-corrupt-corpus", "26 L")
+def _(b: Bench, r: Result) -> None:
+    from tests.data import MEMORYBENCH
+
+    data = b.dir / "memorybench-corrupt"
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.copytree(MEMORYBENCH, data)
+    for corpus in (data / "corpus").glob("*.jsonl"):
+        corpus.write_bytes(corpus.read_bytes()[: corpus.stat().st_size // 2])  # a download cut in the middle
+    expect_error(r, b.cli("bench", "memorybench", "--data", data / "records.jsonl", "--driver", "off-policy",
+                          "--out", b.dir / "memorybench-corrupt-out", "--quiet"), "corpus")
+
+
+@case("remember-200k-records", "26 L", "ok")
+def _(b: Bench, r: Result) -> None:
+    from m3agent.memory.text_sources import COMMIT_RECORDS
+
+    folder = b.fresh_db("many").parent
+    db = folder / "memory.db"
+    path = _jsonl(folder / "many.jsonl", [{"id": f"m{i}", "text": f"note number {i} about the harbour",
+                                           "session": str(i // 50_000)} for i in range(200_000)])
+    proc = subprocess.Popen([sys.executable, "-m", "m3agent.cli", *HASHING, "remember", db, "--source", "s",
+                             "--jsonl", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=b.env,
+                            cwd=b.dir)
+    started, first, seen = time.perf_counter(), None, 0
+    while proc.poll() is None and time.perf_counter() - started < 300:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                seen = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+        except sqlite3.Error:
+            seen = 0
+        if seen:
+            first = time.perf_counter() - started
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # the worst stop, right after the first commit: no clean-up at all
+    _, err = proc.communicate()
+    r.runs.append(Run(0, "", ""))
+    committed = len(_stored_ids(db)) if db.exists() else 0
+    shown = "record" in err and "%" in err
+    rerun = b.cli(*HASHING, "remember", db, "--source", "s", "--jsonl", path, "--quiet", timeout=1800)
+    r.runs.append(rerun)
+    report = json.loads(rerun.out) if rerun.code == 0 else {}
+    r.behaved = 0 < committed < 200_000 and committed % COMMIT_RECORDS == 0 and shown and \
+        report.get("already_stored") == committed and report.get("added", 0) + committed == 200_000
+    r.data_lost = committed == 0 or rerun.code != 0
+    r.note = (f"first commit {first:.1f} s after start ({seen} records), killed then: {committed} on disk; progress "
+              f"shown: {shown}; the re-run added {report.get('added')}") if first else f"no commit: {err[-120:]}"
+
+
+LEGEND = ("Issue points 1-9: the first reliability issue. 26 S, D, T, L: the surfaces added since (text memories, "
+          "line search, the benchmark harnesses, training data, the memory-building policy, the app), by what a "
+          "failure would be: security (someone gets in or sees what they must not), data lost, a traceback, limits "
+          "and consistency. `security` counts a security case that did not hold.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", default=str(ROOT / "bench" / ".cache" / "hostile"))
@@ -570,9 +1045,10 @@ def main() -> None:
     print("\n" + table)
     if args.write:
         head = (f"# Hostile cases\n\n`python bench/hostile.py` on {platform.node() or 'this machine'} "
-                f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}, {time.perf_counter() - started:.0f} s.\n\n")
+                f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}, {time.perf_counter() - started:.0f} s.\n\n"
+                f"{LEGEND}\n\n")
         Path(args.write).write_text(head + table + "\n")
-    bad = [r for r in bench.results if r.tracebacks or r.data_lost]
+    bad = [r for r in bench.results if r.tracebacks or r.data_lost or r.security]
     sys.exit(1 if bad else 0)
 
 
