@@ -577,7 +577,13 @@ def _app_module():
 
 def cmd_characters(args, config: Config) -> int:
     with _open(args, config, readonly=True) as graph:
-        _print_json([card.to_dict() for card in graph.character_cards(args.video)])
+        cards = [card.to_dict() for card in graph.character_cards(args.video)]
+        if args.explain:  # why nodes became one: each fold into a member, with its evidence
+            folds = graph.folds(args.video)
+            for card in cards:
+                members = {int(m.rsplit("_", 1)[1]) for m in card["members"]}
+                card["folds"] = [f for f in folds if f["into"] in members]
+    _print_json(cards)
     return 0
 
 
@@ -749,6 +755,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("characters", help="one card per character: members, name, clips, a voice sample's time")
     p.add_argument("db")
     p.add_argument("--video", default=None, help="video name or id (default: the only one)")
+    p.add_argument("--explain", action="store_true",
+                   help="also each fold into the character's nodes (two nodes found to be one person) and its "
+                        "evidence: similarity, the faces, clips and names checked")
     p.set_defaults(func=cmd_characters)
 
     p = sub.add_parser("timeline", help="the clips in order with their lines (superseded ones marked)")

@@ -93,14 +93,4 @@ def small_faces_line(n: int, start: float, end: float, more: bool = False) -> st
 
 def _single_faces(perception: ClipPerception, face_ids: list[int], start: float, end: float) -> list[int]:
     """For each sampled frame inside [start, end] showing exactly one face, that face's node."""
-    on_frame: dict[int, set[int]] = {}
-    for track, node in zip(perception.faces, face_ids):
-        for d in track.detections:
-            on_frame.setdefault(d.frame_index, set()).add(node)
-    out = []
-    for index, t in enumerate(perception.clip.frame_times):
-        if start <= t <= end:
-            nodes = on_frame.get(index, set())
-            if len(nodes) == 1:
-                out.append(next(iter(nodes)))
-    return out
+    return [face_ids[track] for track in perception.single_faces(start, end)]

@@ -27,6 +27,7 @@ from m3agent.media.fingerprint import content_fingerprint
 from m3agent.memorize.base import Memorizer
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
+from m3agent.perception.identity import Evidence
 from m3agent.perception.pipeline import ClipPerception, Perceiver
 from m3agent.private import open_private
 
@@ -156,7 +157,7 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
             upcoming = list(queued)  # their perception starts once a worker is free
             stages = {"decode (wait)": time.perf_counter() - t0}
             perception = perceiver.perceive(
-                clip, face_bank, voice_bank, upcoming=upcoming,
+                clip, face_bank, voice_bank, upcoming=upcoming, voice_faces=voice_faces(graph, video_id, voice_bank),
                 on_stage=lambda stage, index=clip.index: emit({"event": "stage", "clip": index, "stage": stage}))
             stages.update(perception.seconds)
             emit({"event": "stage", "clip": clip.index, "stage": "memorize"})
@@ -232,21 +233,32 @@ def _commit_clip(graph, video_id, perception: ClipPerception, memorizer: Memoriz
     _fold_voices(graph, video_id, clip.index, perceiver, voice_bank)
 
 
-def _fold_voices(graph: MemoryGraph, video_id: int, clip: int, perceiver: Perceiver, voice_bank) -> None:
-    """Fold voice nodes that more speech has shown to be one speaker (checked over all the video's voices
-    after every clip, so a run resumed after a crash catches up at its first clip)."""
-    if len(voice_bank.snapshots) < 2:
-        return
+def voice_faces(graph: MemoryGraph, video_id: int, voice_bank) -> dict[int, frozenset[int]]:
+    """The face nodes memory links each of the video's voice nodes to (its character's faces)."""
     cmap = graph.characters(video_id)
-    faces_of = {}
+    out = {}
     for voice in voice_bank.snapshots:
         character = cmap.character_of(voice)
         members = cmap.members.get(character, []) if character is not None else []
-        faces_of[voice] = frozenset(m for m in members if cmap.kinds.get(m) is NodeKind.FACE)
-    pairs = perceiver.voice_twins(voice_bank, faces_of)
-    if not pairs:
+        out[voice] = frozenset(m for m in members if cmap.kinds.get(m) is NodeKind.FACE)
+    return out
+
+
+def _fold_voices(graph: MemoryGraph, video_id: int, clip: int, perceiver: Perceiver, voice_bank) -> None:
+    """Fold voice nodes that more speech has shown to be one speaker (checked over all the video's voices
+    after every clip, so a run resumed after a crash catches up at its first clip). A pair with evidence
+    against it in memory is never folded (see :meth:`Perceiver.voice_twins`); each fold keeps its evidence."""
+    if len(voice_bank.snapshots) < 2:
         return
-    snapshots = graph.fold_entities(pairs, clip)
-    for gone, into in pairs:
-        log.info("voice %d is voice %d: folded at clip %d", gone, into, clip)
-        voice_bank.fold(gone, into, snapshots[into])
+    voices = sorted(voice_bank.snapshots)
+    heard = graph.sightings(video_id)
+    evidence = Evidence(faces=voice_faces(graph, video_id, voice_bank),
+                        clips={v: set(heard.get(v, ())) for v in voices}, names=graph.stated_names(video_id, voices))
+    folds = perceiver.voice_twins(voice_bank, evidence)
+    if not folds:
+        return
+    snapshots = graph.fold_entities([(f.gone, f.into) for f in folds], clip,
+                                    evidence={f.gone: f.evidence for f in folds})
+    for fold in folds:
+        log.info("voice %d is voice %d: folded at clip %d (%s)", fold.gone, fold.into, clip, fold.evidence)
+        voice_bank.fold(fold.gone, fold.into, snapshots[fold.into])

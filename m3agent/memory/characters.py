@@ -258,6 +258,17 @@ class Characters:
                 names.setdefault(parsed[2], None)
         return list(names)
 
+    def stated_names(self, video_id: int, nodes: Sequence[int]) -> dict[int, set[str]]:
+        """Node id -> the names its own lines give it (``<voice_9>'s name is Felix``), superseded ones too:
+        a node that gave two names holds two people."""
+        wanted = set(nodes)
+        out: dict[int, set[str]] = {}
+        for node in self.store.text_nodes(ids=self.store.texts_linked_to(wanted), kind=NodeKind.SEMANTIC):
+            parsed = name_statement(node.text)
+            if parsed and parsed[0] != "character" and parsed[1] in wanted:
+                out.setdefault(parsed[1], set()).add(parsed[2])
+        return out
+
     def resolve(self, video_id: int, text: str) -> int:
         """The character a user means: ``character_3``, ``<character_3>``, ``3``, or a name it is known by."""
         cmap = self.of(video_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -160,10 +160,20 @@ class MemoryGraph:
     def has_clip(self, video_id: int, clip: int) -> bool:
         return self.writer.has_clip(video_id, clip)
 
-    def fold_entities(self, pairs: Sequence[tuple[int, int]], at_clip: int) -> dict[int, np.ndarray]:
+    def fold_entities(self, pairs: Sequence[tuple[int, int]], at_clip: int,
+                      evidence: Mapping[int, dict] | None = None) -> dict[int, np.ndarray]:
         """Fold ``(gone, into)`` face or voice node pairs found to be one person (see
-        :meth:`MemoryWriter.fold_entities`); tags of ``gone`` keep resolving to ``into``'s character."""
-        return self.writer.fold_entities(pairs, at_clip)
+        :meth:`MemoryWriter.fold_entities`); tags of ``gone`` keep resolving to ``into``'s character, and
+        ``evidence[gone]`` (what the fold was decided on) is kept for ``characters --explain``."""
+        return self.writer.fold_entities(pairs, at_clip, evidence)
+
+    def sightings(self, video_id: int) -> dict[int, list[int]]:
+        """Face or voice node -> the clips it was seen or heard in."""
+        return self.store.sightings(video_id)
+
+    def stated_names(self, video_id: int, nodes: Sequence[int]) -> dict[int, set[str]]:
+        """The names each of these face or voice nodes gave itself (its own name lines)."""
+        return self._characters.stated_names(video_id, nodes)
 
     def remember(self, source: str, records: Iterable[TextRecord], *, procedural: bool = False,
                  progress: Callable[[int], None] | None = None) -> RememberReport:
@@ -266,6 +276,11 @@ class MemoryGraph:
         """One card per character: face crops, a voice sample, its name, the clips it is in."""
         self.refresh()
         return character_cards(self.store, self._characters, self.resolve_video(video))
+
+    def folds(self, video: int | str | None = None) -> list[dict]:
+        """The video's folds (two nodes found to be one person), each with the evidence it was decided on."""
+        self.refresh()
+        return self.store.folds(self.resolve_video(video).id)
 
     def timeline(self, video: int | str | None = None, character: int | None = None) -> list[TimelineClip]:
         """The clips in order with their lines (superseded ones marked), optionally of one character."""

@@ -791,13 +791,16 @@ class SQLiteStore:
             [(node_id, i, c, q, vec_to_blob(v)) for i, (c, q, v) in enumerate(rows)],
         )
 
-    def fold_entity(self, gone: int, into: int, at_clip: int) -> None:
+    def fold_entity(self, gone: int, into: int, at_clip: int, evidence: dict | None = None) -> None:
         """Make entity ``gone`` part of ``into`` (the same person, found out later): its sightings, speech and
         line edges move over, the node goes, and ``merged_entities`` keeps ``gone -> into`` so that tags
-        already written (``<voice_gone>``) still resolve. Embeddings and crops are the caller's to move."""
+        already written (``<voice_gone>``) still resolve; ``evidence`` (what the fold was decided on) is kept with
+        it. Embeddings and crops are the caller's to move."""
         c = self.conn
         c.execute("CREATE TABLE IF NOT EXISTS merged_entities (node_id INTEGER PRIMARY KEY, into_id INTEGER NOT NULL,"
-                  " video_id INTEGER NOT NULL, clip INTEGER)")
+                  " video_id INTEGER NOT NULL, clip INTEGER, evidence TEXT)")
+        if "evidence" not in {row[1] for row in c.execute("PRAGMA table_info(merged_entities)")}:
+            c.execute("ALTER TABLE merged_entities ADD COLUMN evidence TEXT")  # folds from before kept no evidence
         (video_id,) = c.execute("SELECT video_id FROM nodes WHERE id = ?", (gone,)).fetchone()
         c.execute("INSERT OR IGNORE INTO sightings (node_id, clip) SELECT ?, clip FROM sightings WHERE node_id = ?",
                   (into, gone))
@@ -807,8 +810,20 @@ class SQLiteStore:
         self.add_edges(c.execute("SELECT text_id, ?, weight FROM edges WHERE entity_id = ?", (into, gone)).fetchall())
         c.execute("UPDATE merged_entities SET into_id = ? WHERE into_id = ?", (into, gone))
         self.delete_nodes([gone])
-        c.execute("INSERT OR REPLACE INTO merged_entities (node_id, into_id, video_id, clip) VALUES (?, ?, ?, ?)",
-                  (gone, into, video_id, at_clip))
+        c.execute("INSERT OR REPLACE INTO merged_entities (node_id, into_id, video_id, clip, evidence)"
+                  " VALUES (?, ?, ?, ?, ?)", (gone, into, video_id, at_clip,
+                                              None if evidence is None else json.dumps(evidence, sort_keys=True)))
+
+    def folds(self, video_id: int) -> list[dict]:
+        """The video's folds in the order made: ``{gone, into, clip, evidence}`` (evidence None for a fold made
+        before folds kept theirs)."""
+        if not self._has_merges():
+            return []
+        has = "evidence" in {row[1] for row in self.conn.execute("PRAGMA table_info(merged_entities)")}
+        q = (f"SELECT node_id, into_id, clip, {'evidence' if has else 'NULL'} FROM merged_entities WHERE video_id = ?"
+             " ORDER BY clip, node_id")
+        return [{"gone": int(g), "into": int(i), "clip": c, "evidence": json.loads(e) if e else None}
+                for g, i, c, e in self.conn.execute(q, (video_id,))]
 
     def merged_entities(self, video_id: int) -> dict[int, int]:
         """``{gone: into}`` for the entities of a video folded into others (see :meth:`fold_entity`)."""

@@ -401,10 +401,12 @@ class MemoryWriter:
         self.on_change()
 
     # ------------------------------------------------------------------ identities
-    def fold_entities(self, pairs: Sequence[tuple[int, int]], at_clip: int) -> dict[int, np.ndarray]:
+    def fold_entities(self, pairs: Sequence[tuple[int, int]], at_clip: int,
+                      evidence: Mapping[int, dict] | None = None) -> dict[int, np.ndarray]:
         """Fold each ``(gone, into)`` entity pair (one person found twice) in one transaction: ``into``
         keeps the best of both nodes' embeddings and crops (the snapshot policy), the rest moves or goes as
-        :meth:`SQLiteStore.fold_entity` says. Returns the snapshots each kept node now matches against."""
+        :meth:`SQLiteStore.fold_entity` says; ``evidence[gone]`` is kept with its fold. Returns the snapshots
+        each kept node now matches against."""
         store, cfg = self.store, self.config
         kept_snapshots = {}
         with self.lock:
@@ -418,7 +420,7 @@ class MemoryWriter:
                     kept = keep_best(sorted(rows, key=lambda r: -1 if r[0] is None else r[0]), cap)
                     store.replace_entity_embeddings(into, kept)
                     store.replace_crops(into, keep_best(store.crops(into) + store.crops(gone), cfg.crops_per_face))
-                    store.fold_entity(gone, into, at_clip)
+                    store.fold_entity(gone, into, at_clip, (evidence or {}).get(gone))
                     kept_snapshots.pop(gone, None)
                     kept_snapshots[into] = np.stack([v for _, _, v in kept]) if kept else np.zeros((0, 0), np.float32)
             self._semantic.clear()

@@ -10,11 +10,58 @@ speaker, and a node of many segments is only as close as all of them together sa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What memory already says about a video's nodes that may show two of them are two people. Each is a
+    hard cannot-link (two people merged into one costs far more than one person split in two): linked to
+    different faces, heard in one clip (two people in a conversation), named differently."""
+
+    faces: Mapping[int, frozenset[int]] = field(default_factory=dict)  # the face nodes each is linked to
+    clips: Mapping[int, set[int]] = field(default_factory=dict)  # the clips each was heard in
+    names: Mapping[int, set[str]] = field(default_factory=dict)  # the names each gave itself
+
+    def against(self, a: int, b: int) -> list[str]:
+        """Why ``a`` and ``b`` cannot be one identity (empty: nothing says so)."""
+        reasons = []
+        fa, fb = self.faces.get(a, frozenset()), self.faces.get(b, frozenset())
+        if fa and fb and not fa & fb:
+            reasons.append(f"linked to different faces ({_listed(fa)} / {_listed(fb)})")
+        both = set(self.clips.get(a, ())) & set(self.clips.get(b, ()))
+        if both:
+            reasons.append(f"heard in the same clip ({_listed(both)})")
+        na = {n.casefold() for n in self.names.get(a, ())}
+        nb = {n.casefold() for n in self.names.get(b, ())}
+        if na and nb and not na & nb:
+            reasons.append(f"named differently ({_listed(self.names[a])} / {_listed(self.names[b])})")
+        return reasons
+
+    def checked(self, a: int, b: int) -> dict:
+        """What was known of the pair when it was folded: the record a fold keeps."""
+        return {"faces": [sorted(self.faces.get(a, ())), sorted(self.faces.get(b, ()))],
+                "clips": [sorted(self.clips.get(a, ())), sorted(self.clips.get(b, ()))],
+                "names": [sorted(self.names.get(a, ())), sorted(self.names.get(b, ()))],
+                "checked": ["different faces", "heard in one clip", "different names"]}
+
+
+@dataclass(frozen=True)
+class Fold:
+    """A later node found to be an earlier one, with the evidence it was folded on."""
+
+    gone: int
+    into: int
+    evidence: dict
+
+
+def _listed(items) -> str:
+    return ", ".join(str(i) for i in sorted(items))
 
 
 def cosine_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -24,8 +71,11 @@ def cosine_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return 1.0 - a @ b.T
 
 
-def cluster(embeddings: np.ndarray, threshold: float, distance: Distance) -> list[list[int]]:
-    """Average-linkage clusters of rows whose mean pairwise distance stays <= ``threshold``."""
+def cluster(embeddings: np.ndarray, threshold: float, distance: Distance,
+            cannot: np.ndarray | None = None) -> list[list[int]]:
+    """Average-linkage clusters of rows whose mean pairwise distance stays <= ``threshold``. ``cannot``: an
+    ``n x n`` boolean matrix of rows that are known to be two identities; no cluster holds such a pair, however
+    close they are."""
     n = len(embeddings)
     if n == 0:
         return []
@@ -33,6 +83,8 @@ def cluster(embeddings: np.ndarray, threshold: float, distance: Distance) -> lis
     d = distance(embeddings, embeddings).astype(np.float64)
     link = d.copy()
     np.fill_diagonal(link, np.inf)
+    blocked = np.zeros((n, n), bool) if cannot is None else np.array(cannot, bool) | np.array(cannot, bool).T
+    link[blocked] = np.inf
     active = list(range(n))
     while len(active) > 1:
         sub = link[np.ix_(active, active)]
@@ -42,6 +94,9 @@ def cluster(embeddings: np.ndarray, threshold: float, distance: Distance) -> lis
         a, b = active[i], active[j]
         na, nb = len(groups[a]), len(groups[b])
         merged = (link[a] * na + link[b] * nb) / (na + nb)
+        blocked[a, :] |= blocked[b, :]
+        blocked[:, a] = blocked[a, :]
+        merged[blocked[a]] = np.inf
         link[a, :], link[:, a] = merged, merged
         link[a, a] = np.inf
         groups[a] = groups[a] + groups[b]

@@ -22,7 +22,7 @@ from m3agent.media.clips import SAMPLE_RATE, MediaClip
 from m3agent.perception.asr.base import ASRBackend
 from m3agent.perception.faces.base import FaceBackend, FaceDetection, iou
 from m3agent.perception.faces.changes import ChangedRegionLocator
-from m3agent.perception.identity import IdentityBank, cluster, cosine_distance
+from m3agent.perception.identity import Evidence, Fold, IdentityBank, cluster, cosine_distance
 from m3agent.perception.voices.base import VoiceBackend
 
 
@@ -58,6 +58,8 @@ class Utterance:
     text: str
     embedding: np.ndarray | None = None
     voice: int | None = None  # index into ClipPerception.voices
+    face: int | None = None  # the face track alone on screen while it is spoken (ClipPerception.alone_on_screen)
+    not_voices: frozenset[int] = frozenset()  # voice nodes it cannot be: each is seen speaking as another face
 
 
 @dataclass
@@ -83,6 +85,22 @@ class ClipPerception:
     def small_face_count(self) -> int:
         """The most faces too small to identify on one frame: how many such people were at least there."""
         return max(Counter(d.frame_index for d in self.small_faces).values(), default=0)
+
+    def single_faces(self, start: float, end: float) -> list[int]:
+        """For each sampled frame inside [start, end] showing exactly one face, that face's track (an index
+        into :attr:`faces`): who a voice speaking then may be seen as. Faces too small to identify do not count."""
+        on_frame: dict[int, set[int]] = {}
+        for index, track in enumerate(self.faces):
+            for d in track.detections:
+                on_frame.setdefault(d.frame_index, set()).add(index)
+        return [next(iter(on_frame[i])) for i, t in enumerate(self.clip.frame_times)
+                if start <= t <= end and len(on_frame.get(i, ())) == 1]
+
+    def alone_on_screen(self, start: float, end: float) -> int | None:
+        """The face track alone on screen while [start, end] is spoken, if every frame with one face shows the
+        same one (None when no frame does, or two people took turns being alone)."""
+        seen = set(self.single_faces(start, end))
+        return next(iter(seen)) if len(seen) == 1 else None
 
     def small_face_spans(self, gap: float) -> list[tuple[float, float, int]]:
         """``(first, last, most on one frame)`` per stretch of frames showing faces too small to identify;
@@ -118,30 +136,38 @@ class Perceiver:
     def voice_bank(self, snapshots: dict[int, np.ndarray]) -> IdentityBank:
         return IdentityBank(self.voice_threshold, cosine_distance, snapshots, linkage="average")
 
-    def voice_twins(self, bank: IdentityBank, faces_of: Mapping[int, frozenset[int]]) -> list[tuple[int, int]]:
-        """``(gone, into)`` voice nodes of a video that are one speaker. Folding undoes a decision already
-        written, so it asks ``voice_face_margin`` more than matching does; the faces each voice is seen
-        speaking with are evidence: with a face in common the matching threshold is enough, with different
-        faces it takes twice the margin."""
+    def voice_twins(self, bank: IdentityBank, evidence: Evidence) -> list[Fold]:
+        """Voice nodes of a video that are one speaker: ``Fold(gone, into)`` with what it was decided on.
+        A pair with any evidence against it in memory (:meth:`Evidence.against`) is never folded, however
+        alike it sounds; a pair linked to one face folds at the matching threshold, a pair without faces at
+        ``voice_face_margin`` closer (a fold undoes a decision already written)."""
         margin = self.config.voice_face_margin
 
         def threshold(a: int, b: int) -> float:
-            fa, fb = faces_of.get(a), faces_of.get(b)
-            if not fa or not fb:
-                return self.voice_threshold - margin
-            return self.voice_threshold - (0.0 if fa & fb else 2 * margin)
+            if evidence.against(a, b):
+                return -1.0
+            shared = evidence.faces.get(a, frozenset()) & evidence.faces.get(b, frozenset())
+            return self.voice_threshold - (0.0 if shared else margin)
 
-        return bank.twins(threshold)
+        folds = []
+        for gone, into in bank.twins(threshold):
+            record = {"cosine": round(1.0 - bank.gap(bank.snapshots[min(gone, into)], max(gone, into)), 4),
+                      "needed": round(1.0 - threshold(gone, into), 4), **evidence.checked(gone, into)}
+            folds.append(Fold(gone, into, record))
+        return folds
 
     def perceive(self, clip: MediaClip, face_bank: IdentityBank, voice_bank: IdentityBank,
                  on_stage: Callable[[str], None] | None = None,
-                 upcoming: MediaClip | Sequence[MediaClip] | None = None) -> ClipPerception:
+                 upcoming: MediaClip | Sequence[MediaClip] | None = None,
+                 voice_faces: Mapping[int, frozenset[int]] | None = None) -> ClipPerception:
         """Faces and speech of ``clip`` in worker threads (the native libraries release the GIL, so the
         halves share the cores), then identities from the banks. ``upcoming``: the clips that come next, in
         order, if known (one or two): the next clip's face detection is queued behind this clip's, so the
         worker that finishes first goes on to it instead of waiting; speech is recognised two clips at a
         time (:meth:`_hear`), the next pair as soon as both its clips are known. ``on_stage`` hears each
-        stage's name as it starts ("faces", "speech", "voices"; stages that started ahead are told at once)."""
+        stage's name as it starts ("faces", "speech", "voices"; stages that started ahead are told at once).
+        ``voice_faces``: the face nodes memory links each voice node to (Equivalence): a voice speaking while
+        another face is alone on screen is not that voice (a cannot-link, never a margin)."""
         upcoming = [] if upcoming is None else [upcoming] if isinstance(upcoming, MediaClip) else list(upcoming)
         ahead = {id(s.clip): s for s in self._ahead}
         sensing = ahead.pop(id(clip), None) or _Sensing(clip)
@@ -175,6 +201,7 @@ class Perceiver:
             out.seconds["asr"] = asr_s
             if self.voices is not None:
                 t = time.perf_counter()
+                _who_is_seen(out, usable, voice_faces or {})
                 out.voices = self._voice_tracks(usable, voice_bank)
                 out.seconds["voices"] = voices_s + time.perf_counter() - t
         return out
@@ -346,18 +373,34 @@ class Perceiver:
         # a known voice is recognised segment by segment against all its node keeps; only the rest is grouped
         # (two single segments are weak evidence: grouping first let one speaker's fragment ride along with
         # another's sentence into the wrong node)
+        # two utterances spoken while two different faces were alone on screen are two people, whatever their
+        # voices sound like (two male voices of one synthesizer are closer than the threshold): a voice node
+        # takes no utterance seen as another face than its own (``not_voices``), a group none seen as two faces
         known: dict[int, VoiceTrack] = {}
         rest = []
         for u in usable:
-            node = bank.match(u.embedding[None])
+            node = bank.match(u.embedding[None], taken=u.not_voices)
             if node is None:
                 rest.append(u)
             else:
                 known.setdefault(node, VoiceTrack([], node)).utterances.append(u)
+        for node, track in known.items():  # a node heard as two faces here keeps the face it is seen as most
+            faces = Counter(u.face for u in track.utterances if u.face is not None)
+            if len(faces) > 1:
+                face = max(faces.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+                for u in [u for u in track.utterances if u.face not in (None, face)]:
+                    track.utterances.remove(u)
+                    u.not_voices = u.not_voices | {node}
+                    rest.append(u)
         tracks = list(known.values())
         if rest:
-            groups = cluster(np.stack([u.embedding for u in rest]), self.voice_pair_threshold, cosine_distance)
-            for track in _assign([VoiceTrack([rest[i] for i in g]) for g in groups], bank):
+            seen_as = [u.face for u in rest]
+            apart = np.array([[a is not None and b is not None and a != b for b in seen_as] for a in seen_as])
+            groups = cluster(np.stack([u.embedding for u in rest]), self.voice_pair_threshold, cosine_distance,
+                             cannot=apart)
+            taken = {node: {u.face for u in tr.utterances} - {None} for node, tr in known.items()}
+            for track in _assign([VoiceTrack([rest[i] for i in g]) for g in groups], bank,
+                                 forbidden=lambda tr: _not_voices(tr, taken), apart=_seen_apart):
                 if track.node_id in known:  # together the rest matched a voice already heard here
                     known[track.node_id].utterances.extend(track.utterances)
                 else:
@@ -414,12 +457,45 @@ class _Part:
         return self.job.result()[self.index]
 
 
-def _assign(tracks, bank: IdentityBank):
-    """Match tracks to nodes; two tracks matching one node are one identity and merge."""
+def _who_is_seen(perception: ClipPerception, usable: list[Utterance],
+                 voice_faces: Mapping[int, frozenset[int]]) -> None:
+    """Each utterance's face alone on screen, and the voice nodes it cannot be: those memory links only to
+    other faces (a face new to memory is none of them)."""
+    for u in usable:
+        u.face = perception.alone_on_screen(u.start, u.end)
+        if u.face is None:
+            continue
+        node = perception.faces[u.face].node_id
+        u.not_voices = frozenset(v for v, faces in voice_faces.items() if faces and node not in faces)
+
+
+def _seen_apart(a: VoiceTrack, b: VoiceTrack) -> bool:
+    """Two groups of utterances each seen as a face alone on screen, never the same one: two people."""
+    fa, fb = {u.face for u in a.utterances} - {None}, {u.face for u in b.utterances} - {None}
+    return bool(fa and fb and not fa & fb)
+
+
+def _not_voices(track: VoiceTrack, taken: Mapping[int, set[int]]) -> frozenset[int]:
+    """Nodes a group of utterances cannot be: any node one of them cannot be, and a node this clip already hears
+    as a face the group is not seen as."""
+    faces = {u.face for u in track.utterances} - {None}
+    ruled_out = set().union(*(u.not_voices for u in track.utterances))
+    return frozenset(ruled_out | {node for node, seen in taken.items() if faces and seen and not seen & faces})
+
+
+def _assign(tracks, bank: IdentityBank, forbidden: Callable[[object], frozenset[int]] | None = None,
+            apart: Callable[[object, object], bool] | None = None):
+    """Match tracks to nodes; two tracks matching one node are one identity and merge, unless ``apart`` says
+    they are two people (the second then takes its next best node, or a new one). ``forbidden`` names the nodes
+    a track cannot be (cannot-link evidence)."""
     by_node: dict[int, object] = {}
     out = []
     for track in sorted(tracks, key=lambda tr: -len(tr.embeddings)):
-        node = bank.match(track.embeddings)
+        ruled_out = set(forbidden(track)) if forbidden else set()
+        node = bank.match(track.embeddings, taken=ruled_out)
+        while node is not None and node in by_node and apart is not None and apart(by_node[node], track):
+            ruled_out.add(node)
+            node = bank.match(track.embeddings, taken=ruled_out)
         if node is not None and node in by_node:
             kept = by_node[node]
             if hasattr(kept, "detections"):

@@ -23,7 +23,7 @@ class _Blind:
 
     voice_bank = face_bank
 
-    def perceive(self, clip, face_bank, voice_bank, on_stage=None, upcoming=None):
+    def perceive(self, clip, face_bank, voice_bank, on_stage=None, upcoming=None, voice_faces=None):
         return ClipPerception(clip)
 
 

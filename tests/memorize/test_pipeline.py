@@ -149,7 +149,7 @@ class _BankRecorder:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def perceive(self, clip, face_bank, voice_bank, on_stage=None, upcoming=None):
+    def perceive(self, clip, face_bank, voice_bank, on_stage=None, upcoming=None, voice_faces=None):
         self.banks[clip.index] = [{node: snaps.copy() for node, snaps in bank.snapshots.items()}
                                   for bank in (face_bank, voice_bank)]
         return self.inner.perceive(clip, face_bank, voice_bank, on_stage, upcoming)

@@ -82,3 +82,23 @@ def test_a_voice_found_twice_folds_into_one_and_its_tags_still_resolve(kitchen, 
 def test_folding_refuses_nodes_of_different_kinds(kitchen):
     with pytest.raises(ValueError, match="not two stored entities of one kind"):
         kitchen.fold_entities([(kitchen.ids["alice_voice"], kitchen.ids["bob_face"])], at_clip=3)
+
+
+def test_a_fold_keeps_its_evidence_and_characters_explain_shows_it(kitchen, db_path, capsys):
+    import json
+
+    from m3agent.cli import main
+    from tests.conftest import rand_vec
+
+    video, alice = kitchen.video, kitchen.ids["alice_voice"]
+    with kitchen.clip(video, 4, 120, 150) as b:
+        again = b.voice([rand_vec(5, 256)], segments=[(121.0, 124.0, "the soup is ready")])
+    evidence = {"cosine": 0.71, "needed": 0.6, "faces": [[1], [1]], "clips": [[0], [4]], "names": [["Alice"], []]}
+    kitchen.fold_entities([(again, alice)], at_clip=4, evidence={again: evidence})
+    assert kitchen.folds(video) == [{"gone": again, "into": alice, "clip": 4, "evidence": evidence}]
+    kitchen.close()
+    assert main(["characters", str(db_path), "--explain"]) == 0
+    cards = json.loads(capsys.readouterr().out)
+    alice_card = next(c for c in cards if f"voice_{alice}" in c["members"])
+    assert alice_card["folds"][0]["evidence"]["cosine"] == 0.71
+    assert all(c["folds"] == [] for c in cards if c is not alice_card)

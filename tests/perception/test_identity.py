@@ -74,3 +74,45 @@ def test_twins_fold_later_nodes_into_earlier_ones_closest_first():
     assert bank.twins(lambda a, b: 0.0 if {a, b} == {3, 7} else 0.1) == [(12, 3)]
     bank.fold(12, 3, np.concatenate([x, x + 0.01]))
     assert set(bank.snapshots) == {3, 7, 9} and len(bank.snapshots[3]) == 2
+
+
+def test_a_cannot_link_keeps_two_close_rows_apart_and_their_groups_too():
+    from m3agent.perception.identity import cluster
+
+    x = np.array([[1.0, 0.0], [0.99, 0.05], [0.98, 0.1], [0.0, 1.0]])
+    assert cluster(x, 0.2, cosine_distance) == [[0, 1, 2], [3]]
+    cannot = np.zeros((4, 4), bool)
+    cannot[0, 2] = True  # 0 and 2 are two people: 1 joins one of them, never both
+    groups = cluster(x, 0.2, cosine_distance, cannot=cannot)
+    assert [3] in groups and len(groups) == 3 and not any({0, 2} <= set(g) for g in groups)
+
+
+def test_evidence_against_a_fold_is_a_hard_constraint_and_every_fold_says_what_it_checked():
+    from m3agent.perception.identity import Evidence
+
+    evidence = Evidence(faces={1: frozenset({10}), 2: frozenset({11}), 3: frozenset({10}), 4: frozenset()},
+                        clips={1: {0, 1}, 2: {2}, 3: {3}, 4: {1}}, names={1: {"Marcus"}, 4: {"Felix"}, 3: {"marcus"}})
+    assert evidence.against(1, 2) == ["linked to different faces (10 / 11)"]
+    assert evidence.against(1, 4) == ["heard in the same clip (1)", "named differently (Marcus / Felix)"]
+    assert evidence.against(1, 3) == []  # one face, other clips, one name in any case
+    record = evidence.checked(1, 3)
+    assert record["faces"] == [[10], [10]] and record["checked"] == ["different faces", "heard in one clip",
+                                                                      "different names"]
+
+
+def test_voice_twins_never_fold_what_memory_knows_are_two_people():
+    from m3agent.config import PerceptionConfig
+    from m3agent.perception.identity import Evidence
+    from m3agent.perception.pipeline import Perceiver
+
+    class Voices:
+        same_speaker_cosine = 0.6
+
+    perceiver = Perceiver.__new__(Perceiver)
+    perceiver.config, perceiver.voice_threshold = PerceptionConfig(), 0.4
+    same = np.array([[1.0, 0.0, 0.0]])
+    bank = IdentityBank(0.4, cosine_distance, {1: same, 2: same * 1.0, 3: same + 0.001}, linkage="average")
+    apart = Evidence(faces={1: frozenset({10}), 2: frozenset({11}), 3: frozenset({10})})
+    folds = perceiver.voice_twins(bank, apart)
+    assert [(f.gone, f.into) for f in folds] == [(3, 1)]  # identical voices 1 and 2: two faces, never one
+    assert folds[0].evidence["cosine"] > 0.99 and folds[0].evidence["faces"] == [[10], [10]]

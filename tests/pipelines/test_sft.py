@@ -30,7 +30,7 @@ class StubPerceiver:
 
     voice_bank = face_bank
 
-    def perceive(self, clip, face_bank, voice_bank, on_stage=None, upcoming=None):
+    def perceive(self, clip, face_bank, voice_bank, on_stage=None, upcoming=None, voice_faces=None):
         if not clip.frames:  # the file's last 20 ms make a clip of their own, with nothing in it
             return ClipPerception(clip)
         dets = [FaceDetection(i, t, (10, 10, 60, 60), 1.0, np.ones(128, np.float32),
