@@ -577,6 +577,10 @@ def _app_module():
 
 def cmd_characters(args, config: Config) -> int:
     with _open(args, config, readonly=True) as graph:
+        if args.check:  # where identities look wrong; exit 1 when anything does (scripts gate on it)
+            problems = graph.identity_problems(args.video)
+            _print_json(problems)
+            return 1 if problems else 0
         cards = [card.to_dict() for card in graph.character_cards(args.video)]
         if args.explain:  # why nodes became one: each fold into a member, with its evidence
             folds = graph.folds(args.video)
@@ -758,6 +762,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true",
                    help="also each fold into the character's nodes (two nodes found to be one person) and its "
                         "evidence: similarity, the faces, clips and names checked")
+    p.add_argument("--check", action="store_true",
+                   help="list characters whose identity looks wrong (two names, a voice seen as two faces) "
+                        "instead; exit 1 when there is any")
     p.set_defaults(func=cmd_characters)
 
     p = sub.add_parser("timeline", help="the clips in order with their lines (superseded ones marked)")

@@ -96,7 +96,7 @@ class PerceptionConfig:
     voice_backend: str = "campp"  # or "resemblyzer" (GE2E, 256-d)
     voice_cosine: float = 0.0  # 0: the backend's calibrated same-speaker cosine
     # two voice nodes of a video fold into one when they are this much closer than the matching threshold (with a
-    # face in common: at the threshold; with different faces: twice as much closer)
+    # face in common: at the threshold; linked to different faces, heard in one clip or named differently: never)
     voice_face_margin: float = 0.03
     min_segment_seconds: float = 1.0  # shorter speech gets no voice embedding ("Someone says")
     min_new_voice_seconds: float = 2.5  # less speech than this may match a voice node, not create one

@@ -277,6 +277,14 @@ class MemoryGraph:
         self.refresh()
         return character_cards(self.store, self._characters, self.resolve_video(video))
 
+    def identity_problems(self, video: int | str | None = None) -> list[dict]:
+        """Characters whose identity looks wrong (two names, a voice seen as two faces): see
+        :mod:`m3agent.memory.identity_check`."""
+        from m3agent.memory.identity_check import identity_problems
+
+        self.refresh()
+        return identity_problems(self.store, self._characters, self.resolve_video(video))
+
     def folds(self, video: int | str | None = None) -> list[dict]:
         """The video's folds (two nodes found to be one person), each with the evidence it was decided on."""
         self.refresh()
