@@ -337,7 +337,12 @@ class Perceiver:
         embedded = [(t, d) for t, track in enumerate(tracks) for d in track if d.embedding.size]
         if not embedded:
             return []
-        groups = cluster(np.stack([d.embedding for _, d in embedded]), self.face_threshold, self.faces.distance)
+        # two tracks on screen at once are two people, however alike (twins, a photo of someone beside them)
+        shown = [{d.frame_index for d in track} for track in tracks]
+        owners = [t for t, _ in embedded]
+        together = np.array([[a != b and bool(shown[a] & shown[b]) for b in owners] for a in owners])
+        groups = cluster(np.stack([d.embedding for _, d in embedded]), self.face_threshold, self.faces.distance,
+                         cannot=together)
         label_of = {id(embedded[i][1]): g for g, members in enumerate(groups) for i in members}
         people: dict[int, list[FaceDetection]] = {}
         for track in tracks:
@@ -350,7 +355,7 @@ class Perceiver:
                     label = label_of.get(id(d), label)
                     people.setdefault(label, []).append(d)
         faces = [FaceTrack(sorted(dets, key=lambda d: d.frame_index)) for _, dets in sorted(people.items())]
-        return _assign(faces, bank)
+        return _assign(faces, bank, apart=_on_screen_together)
 
     def _embed_utterances(self, clip: MediaClip, utterances: list[Utterance]) -> list[Utterance]:
         """The utterances long enough to tell a voice by, each given its voice embedding."""
@@ -467,6 +472,11 @@ def _who_is_seen(perception: ClipPerception, usable: list[Utterance],
             continue
         node = perception.faces[u.face].node_id
         u.not_voices = frozenset(v for v, faces in voice_faces.items() if faces and node not in faces)
+
+
+def _on_screen_together(a: FaceTrack, b: FaceTrack) -> bool:
+    """Two faces on one frame: two people, even if both match one node best."""
+    return bool({d.frame_index for d in a.detections} & {d.frame_index for d in b.detections})
 
 
 def _seen_apart(a: VoiceTrack, b: VoiceTrack) -> bool:

@@ -116,3 +116,23 @@ def test_voice_twins_never_fold_what_memory_knows_are_two_people():
     folds = perceiver.voice_twins(bank, apart)
     assert [(f.gone, f.into) for f in folds] == [(3, 1)]  # identical voices 1 and 2: two faces, never one
     assert folds[0].evidence["cosine"] > 0.99 and folds[0].evidence["faces"] == [[10], [10]]
+
+
+def test_two_faces_on_screen_at_once_are_two_people_however_alike():
+    from m3agent.perception.faces.base import FaceDetection
+    from m3agent.perception.pipeline import FaceTrack, _assign, _on_screen_together
+
+    def det(frame, vec):
+        d = FaceDetection.__new__(FaceDetection)
+        d.frame_index, d.embedding = frame, np.asarray(vec, np.float32)
+        return d
+
+    twin_a = FaceTrack([det(0, [1.0, 0.0]), det(1, [1.0, 0.0])])
+    twin_b = FaceTrack([det(1, [0.99, 0.01]), det(2, [0.99, 0.01])])
+    later = FaceTrack([det(5, [1.0, 0.0])])
+    assert _on_screen_together(twin_a, twin_b) and not _on_screen_together(twin_a, later)
+    bank = IdentityBank(0.2, cosine_distance, {7: np.array([[1.0, 0.0]])})
+    assigned = _assign([twin_a, twin_b], bank, apart=_on_screen_together)
+    assert sorted(t.node_id is None for t in assigned) == [False, True]  # one takes node 7, the other is new
+    merged = _assign([FaceTrack(list(twin_a.detections)), later], bank, apart=_on_screen_together)
+    assert len(merged) == 1 and merged[0].node_id == 7  # seen at other times: one person, as before
