@@ -576,6 +576,23 @@ def _app_module():
 
 
 def cmd_characters(args, config: Config) -> int:
+    if args.action:  # a person's correction: written to the DB, then the cards as they now stand
+        with _open(args, config) as graph:
+            if args.action == "corrections":
+                _print_json(graph.corrections(args.video))
+                return 0
+            if args.action == "undo":
+                if len(args.targets) != 1 or not args.targets[0].isdigit():
+                    raise M3AgentError("undo needs the number of a correction (m3agent characters DB corrections)")
+                graph.undo_correction(args.video, int(args.targets[0]))
+            else:
+                if len(args.targets) != 2:
+                    raise M3AgentError(f"{args.action} needs two arguments: "
+                                       + ("A NAME" if args.action == "rename" else "A B"))
+                fix = graph.correct(args.video, args.action, *args.targets)
+                _warn("characters", f"correction {fix['id']} stored: {args.action} {' '.join(args.targets)}")
+            _print_json([card.to_dict() for card in graph.character_cards(args.video)])
+        return 0
     with _open(args, config, readonly=True) as graph:
         if args.check:  # where identities look wrong; exit 1 when anything does (scripts gate on it)
             problems = graph.identity_problems(args.video)
@@ -756,8 +773,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long to wait for other processes reading the DB to finish (default 30)")
     p.set_defaults(func=cmd_forget)
 
-    p = sub.add_parser("characters", help="one card per character: members, name, clips, a voice sample's time")
+    p = sub.add_parser("characters", help="one card per character: members, name, clips, a voice sample's time; "
+                       "or a correction: merge A B, not-same A B, rename A NAME, corrections, undo N")
     p.add_argument("db")
+    p.add_argument("action", nargs="?", choices=["merge", "not-same", "rename", "corrections", "undo"],
+                   help="correct who is who (stored in the DB; kept across resumes and later memorization); A and B "
+                        "are characters (character_3 or a name) or nodes (face_3, voice_9)")
+    p.add_argument("targets", nargs="*", metavar="A B|NAME|N")
     p.add_argument("--video", default=None, help="video name or id (default: the only one)")
     p.add_argument("--explain", action="store_true",
                    help="also each fold into the character's nodes (two nodes found to be one person) and its "

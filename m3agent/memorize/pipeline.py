@@ -253,7 +253,9 @@ def _fold_voices(graph: MemoryGraph, video_id: int, clip: int, perceiver: Percei
     voices = sorted(voice_bank.snapshots)
     heard = graph.sightings(video_id)
     evidence = Evidence(faces=voice_faces(graph, video_id, voice_bank),
-                        clips={v: set(heard.get(v, ())) for v in voices}, names=graph.stated_names(video_id, voices))
+                        clips={v: set(heard.get(v, ())) for v in voices}, names=graph.stated_names(video_id, voices),
+                        apart=frozenset(frozenset((c["a"], c["b"])) for c in graph.corrections(video_id)
+                                        if c["action"] == "apart"))
     folds = perceiver.voice_twins(voice_bank, evidence)
     if not folds:
         return

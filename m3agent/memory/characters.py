@@ -90,10 +90,19 @@ class CharacterMap:
 
 
 def build_characters(entities: Mapping[int, NodeKind], equivalences: Iterable[Equivalence],
-                     aliases: Mapping[int, int] | None = None) -> CharacterMap:
+                     aliases: Mapping[int, int] | None = None, *, same: Iterable[tuple[int, int]] = (),
+                     apart: Iterable[tuple[int, int]] = ()) -> CharacterMap:
     """Characters of ``entities``; ``aliases`` (folded-away node -> the node it became) resolve to the
-    character of the node they became."""
+    character of the node they became. A person's corrections come first: ``same`` pairs are one character,
+    and no equivalence ever joins an ``apart`` pair (two people a person kept apart stay apart)."""
+    aliases = aliases or {}
     parent = {n: n for n in entities}
+    members = {n: {n} for n in entities}
+    kept_apart: dict[int, set[int]] = {}
+    for a, b in apart:
+        a, b = aliases.get(a, a), aliases.get(b, b)
+        kept_apart.setdefault(a, set()).add(b)
+        kept_apart.setdefault(b, set()).add(a)
 
     def find(x: int) -> int:
         while parent[x] != x:
@@ -103,8 +112,16 @@ def build_characters(entities: Mapping[int, NodeKind], equivalences: Iterable[Eq
 
     def union(a: int, b: int) -> None:
         ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+        if ra == rb or (kept_apart and any(kept_apart.get(n, set()) & members[rb] for n in members[ra])):
+            return
+        root, other = min(ra, rb), max(ra, rb)
+        parent[other] = root
+        members[root] |= members.pop(other)
+
+    for a, b in same:
+        a, b = aliases.get(a, a), aliases.get(b, b)
+        if a in parent and b in parent:
+            union(a, b)
 
     votes: dict[int, dict[int, float]] = {}
     for eq in equivalences:
@@ -120,7 +137,8 @@ def build_characters(entities: Mapping[int, NodeKind], equivalences: Iterable[Eq
                 votes.setdefault(voice, {}).setdefault(face, 0.0)
                 votes[voice][face] += w
     for voice, tally in votes.items():
-        best = max(tally.items(), key=lambda kv: (kv[1], -kv[0]))
+        allowed = {face: w for face, w in tally.items() if face not in kept_apart.get(voice, ())}
+        best = max(allowed.items(), key=lambda kv: (kv[1], -kv[0]), default=(None, 0.0))
         if best[1] > 0:
             union(voice, best[0])
 
@@ -129,13 +147,14 @@ def build_characters(entities: Mapping[int, NodeKind], equivalences: Iterable[Eq
         root = find(node)
         cmap.members.setdefault(root, []).append(node)
         cmap._of[node] = root
-    for gone, into in (aliases or {}).items():
+    for gone, into in aliases.items():
         if into in cmap._of:
             cmap.aliases[gone] = into
             cmap._of[gone] = cmap._of[into]
     return cmap
 
 
+_NODE_TAG = re.compile(r"\s*<?\s*(face|voice|speaker)_(\d+)\s*>?\s*", re.IGNORECASE)
 _CHARACTER_ID = re.compile(r"\s*<?\s*(?:character_)?(\d+)\s*>?\s*", re.IGNORECASE)
 NAME_WORDS = ("name", "called")  # every name statement holds one of these (a pre-filter for the patterns)
 _NAME_PATTERNS = [
@@ -207,7 +226,11 @@ class Characters:
             ]
             weights = self.store.edges_of_text([n.id for n in eq_nodes])
             equivalences = [Equivalence(n.id, tuple(n.entities), weights.get(n.id, {})) for n in eq_nodes]
-            self._maps[key] = build_characters(entities, equivalences, self.store.merged_entities(video_id))
+            fixes = self.store.corrections(video_id)
+            self._maps[key] = build_characters(
+                entities, equivalences, self.store.merged_entities(video_id),
+                same=[(c["a"], c["b"]) for c in fixes if c["action"] == "same"],
+                apart=[(c["a"], c["b"]) for c in fixes if c["action"] == "apart"])
         return self._maps[key]
 
     def across_videos(self, before_clip: int | None = None) -> CharacterMap:
@@ -227,7 +250,12 @@ class Characters:
             found = {n.id: n for word in NAME_WORDS
                      for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC, containing=word)}
             lines = [(n.text, n.weight) for _, n in sorted(found.items()) if node_visible(n, before_clip)]
-            self._names[key] = character_names(self.of(video_id, before_clip), lines)
+            cmap = self.of(video_id, before_clip)
+            self._names[key] = character_names(cmap, lines)
+            for fix in self.store.corrections(video_id):  # a name a person gave wins over what memory heard
+                character = cmap.character_of(fix["a"])
+                if fix["action"] == "name" and character is not None:
+                    self._names[key][character] = fix["value"]
         return dict(self._names[key])
 
     def speakers(self, video_id: int) -> dict[int, tuple[str, int]]:
@@ -268,6 +296,17 @@ class Characters:
             if parsed and parsed[0] != "character" and parsed[1] in wanted:
                 out.setdefault(parsed[1], set()).add(parsed[2])
         return out
+
+    def resolve_node(self, video_id: int, text: str) -> int:
+        """The node a user means: ``face_3``, ``<voice_9>``, or a character (its first node: see :meth:`resolve`)."""
+        cmap = self.of(video_id)
+        tagged = _NODE_TAG.fullmatch(text)
+        if tagged:
+            node = int(tagged.group(2))
+            if cmap.kinds.get(node) is None or cmap.kinds[node].label != tagged.group(1).lower():
+                raise UnknownEntityError(f"no <{tagged.group(1).lower()}_{node}> in video {video_id}")
+            return node
+        return self.resolve(video_id, text)
 
     def resolve(self, video_id: int, text: str) -> int:
         """The character a user means: ``character_3``, ``<character_3>``, ``3``, or a name it is known by."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from m3agent.config import MemoryConfig
 from m3agent.memory.characters import CharacterMap, Characters
-from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError
+from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError, UnknownEntityError
 from m3agent.memory.export import export_video, inspect_db
 from m3agent.memory.forgetting import forgotten_records
 from m3agent.memory.lexical import LexicalIndex
@@ -221,6 +221,44 @@ class MemoryGraph:
     def resolve_character(self, video: int | str | None, text: str) -> int:
         """The character number a user means: ``character_3``, ``3``, or a name it is known by."""
         return self._characters.resolve(self.resolve_video(video).id, str(text))
+
+    # ------------------------------------------------------------------ a person's corrections of who is who
+    CORRECTIONS = {"merge": "same", "not-same": "apart", "rename": "name"}
+
+    def correct(self, video: int | str | None, action: str, a: str, b: str | None = None) -> dict:
+        """Store a person's correction: ``merge A B`` (one person), ``not-same A B`` (two people: never joined
+        again, by an equivalence or a fold), ``rename A NAME``. A and B are characters (id or name) or nodes
+        (``face_3``, ``voice_9``). Stored in the DB, so it holds across resumes and later memorization; undone
+        with :meth:`undo_correction`."""
+        if action not in self.CORRECTIONS:
+            raise UnknownEntityError(f"unknown correction {action!r}: one of {', '.join(self.CORRECTIONS)}")
+        if not b or not str(b).strip():
+            raise UnknownEntityError(f"{action} needs two arguments" if action != "rename" else "rename needs a name")
+        video_id = self.resolve_video(video).id
+        self.refresh()
+        first = self._characters.resolve_node(video_id, str(a))
+        if action == "rename":
+            name = " ".join(str(b).split())
+            number = self.store.add_correction(video_id, "name", first, value=name)
+            fix = {"id": number, "action": action, "a": first, "value": name}
+        else:
+            second = self._characters.resolve_node(video_id, str(b))
+            if first == second:
+                raise UnknownEntityError(f"{a} and {b} are one node: nothing to {action}")
+            number = self.store.add_correction(video_id, self.CORRECTIONS[action], first, second)
+            fix = {"id": number, "action": action, "a": first, "b": second}
+        self._changed_here()
+        return fix
+
+    def corrections(self, video: int | str | None = None) -> list[dict]:
+        """The corrections in force for a video, in the order made."""
+        return self.store.corrections(self.resolve_video(video).id)
+
+    def undo_correction(self, video: int | str | None, number: int) -> None:
+        if not self.store.undo_correction(self.resolve_video(video).id, int(number)):
+            raise UnknownEntityError(f"no correction {number} in force for this video (see m3agent characters DB "
+                                     "corrections)")
+        self._changed_here()
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, retrieval: str | None = None, **kwargs) -> SearchResult:

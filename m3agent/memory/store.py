@@ -825,6 +825,34 @@ class SQLiteStore:
         return [{"gone": int(g), "into": int(i), "clip": c, "evidence": json.loads(e) if e else None}
                 for g, i, c, e in self.conn.execute(q, (video_id,))]
 
+    # ------------------------------------------------------------------ a person's identity corrections
+    def add_correction(self, video_id: int, action: str, a: int, b: int | None = None, value: str | None = None) -> int:
+        """Store a person's correction of who is who (``same``, ``apart`` or ``name``); returns its number."""
+        with self.transaction() as c:
+            c.execute("CREATE TABLE IF NOT EXISTS corrections (id INTEGER PRIMARY KEY, video_id INTEGER NOT NULL,"
+                      " action TEXT NOT NULL, a INTEGER NOT NULL, b INTEGER, value TEXT, undone INTEGER DEFAULT 0)")
+            cur = c.execute("INSERT INTO corrections (video_id, action, a, b, value) VALUES (?, ?, ?, ?, ?)",
+                            (video_id, action, a, b, value))
+            return int(cur.lastrowid)
+
+    def corrections(self, video_id: int, *, undone: bool = False) -> list[dict]:
+        """A video's corrections in the order made (with ``undone``, those taken back too)."""
+        if self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'corrections'").fetchone() is None:
+            return []
+        q = "SELECT id, action, a, b, value, undone FROM corrections WHERE video_id = ?" + ("" if undone else
+                                                                                         " AND undone = 0")
+        return [{"id": int(i), "action": act, "a": int(a), "b": None if b is None else int(b), "value": v,
+                 "undone": bool(u)} for i, act, a, b, v, u in self.conn.execute(q + " ORDER BY id", (video_id,))]
+
+    def undo_correction(self, video_id: int, number: int) -> bool:
+        """Take correction ``number`` back; False when the video has no such correction in force."""
+        if not self.corrections(video_id):
+            return False
+        with self.transaction() as c:
+            cur = c.execute("UPDATE corrections SET undone = 1 WHERE id = ? AND video_id = ? AND undone = 0",
+                            (number, video_id))
+            return cur.rowcount > 0
+
     def merged_entities(self, video_id: int) -> dict[int, int]:
         """``{gone: into}`` for the entities of a video folded into others (see :meth:`fold_entity`)."""
         if not self._has_merges():  # a DB that never folded one has no such table

@@ -27,10 +27,11 @@ class Evidence:
     faces: Mapping[int, frozenset[int]] = field(default_factory=dict)  # the face nodes each is linked to
     clips: Mapping[int, set[int]] = field(default_factory=dict)  # the clips each was heard in
     names: Mapping[int, set[str]] = field(default_factory=dict)  # the names each gave itself
+    apart: frozenset[frozenset[int]] = frozenset()  # pairs a person said are two people (m3agent characters)
 
     def against(self, a: int, b: int) -> list[str]:
         """Why ``a`` and ``b`` cannot be one identity (empty: nothing says so)."""
-        reasons = []
+        reasons = ["kept apart by a person"] if frozenset((a, b)) in self.apart else []
         fa, fb = self.faces.get(a, frozenset()), self.faces.get(b, frozenset())
         if fa and fb and not fa & fb:
             reasons.append(f"linked to different faces ({_listed(fa)} / {_listed(fb)})")

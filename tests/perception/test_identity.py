@@ -136,3 +136,10 @@ def test_two_faces_on_screen_at_once_are_two_people_however_alike():
     assert sorted(t.node_id is None for t in assigned) == [False, True]  # one takes node 7, the other is new
     merged = _assign([FaceTrack(list(twin_a.detections)), later], bank, apart=_on_screen_together)
     assert len(merged) == 1 and merged[0].node_id == 7  # seen at other times: one person, as before
+
+
+def test_a_person_keeping_two_voices_apart_is_evidence_no_fold_overrides():
+    from m3agent.perception.identity import Evidence
+
+    kept = Evidence(apart=frozenset({frozenset((1, 2))}))
+    assert kept.against(2, 1) == ["kept apart by a person"] and kept.against(1, 3) == []
