@@ -582,7 +582,7 @@ def cmd_characters(args, config: Config) -> int:
                 _print_json(graph.corrections(args.video))
                 return 0
             if args.action == "undo":
-                if len(args.targets) != 1 or not args.targets[0].isdigit():
+                if len(args.targets) != 1 or not args.targets[0].isdigit() or len(args.targets[0]) > 18:
                     raise M3AgentError("undo needs the number of a correction (m3agent characters DB corrections)")
                 graph.undo_correction(args.video, int(args.targets[0]))
             else:
