@@ -1,0 +1,158 @@
+"""Identity fixtures that are hard on purpose: how many people end up in one node (a merge, the costly error) and
+how many nodes a person gets (a split), per fixture, with the full embedded stack.
+
+Usage: ``python bench/perf_identity.py [--only NAME ...] [--write docs/BENCHMARKS.md]``
+
+Every fixture is built from the repository's own data (photos in ``tests/data/faces``, espeak-ng voices):
+
+* ``alike-voices``: three people each speaking under their own photo; the two men's voices (espeak en-us and en-gb)
+  sound closer than the voice embedder's threshold.
+* ``two-on-screen``: two people in one photo take turns talking, so no clip ties a voice to a face.
+* ``off-screen``: a narrator is heard over an empty screen between two people's scenes.
+* ``two-photos``: one person shown in two different photos, speaking in both.
+
+A voice node's people are those speaking at its segments' times; a face node's, those whose scene its "on screen"
+lines cover (not scored in ``two-on-screen``, where two faces share every scene). ``characters --check`` problems
+are counted too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FACES = ROOT / "tests" / "data" / "faces"
+
+
+def fixtures() -> dict[str, list]:
+    from m3agent.samples.synth import Scene
+
+    def scene(person, photo, voice, text):
+        return Scene(person, str(FACES / photo) if photo else None, voice, text, min_seconds=10.0)
+
+    alike = [("marcus", "obama.jpg", "en-us", ["Hello, my name is Marcus. I repair old clocks in my workshop.",
+                                               "I left my ladder leaning on the shed.",
+                                               "Tomorrow I will visit my aunt in the mountains."]),
+             ("felix", "biden.jpg", "en-gb", ["Good evening, my name is Felix. I teach chemistry at the high school.",
+                                              "My dog chewed the garden hose again.",
+                                              "I am saving money for a sailing boat."]),
+             ("nora", "train_rose_leslie_img1.jpg", "en+f3", ["Hi, I am Nora. I run a bakery near the station.",
+                                                             "The oven broke on Monday morning.",
+                                                             "I planted sunflowers along the fence."])]
+    pair = [("left", "en-us+m3", ["My name is Owen and I sell bicycles.", "The shop opens at nine every day.",
+                                  "I repaired a red tandem this morning."]),
+            ("right", "en-gb-x-rp+m7", ["I am Hugo, I write crossword puzzles.", "My last puzzle had a hidden fox.",
+                                        "Next week I travel to Lisbon by train."])]
+    return {
+        "alike-voices": [scene(p, photo, voice, lines[t]) for t in range(3) for p, photo, voice, lines in alike],
+        "two-on-screen": [scene(p, "test_obama_and_biden.jpg", voice, lines[t]) for t in range(3)
+                          for p, voice, lines in pair],
+        "off-screen": [scene("ada", "train_rose_leslie_img1.jpg", "en+f4", "Hello, I am Ada. I grow tomatoes."),
+                       scene("narrator", None, "en-gb-x-rp+m7", "Meanwhile, the storm was coming over the hills."),
+                       scene("ben", "obama.jpg", "en-us+m3", "My name is Ben. I fix roofs after storms."),
+                       scene("narrator", None, "en-gb-x-rp+m7", "By evening the rain had reached the village."),
+                       scene("ada", "train_rose_leslie_img1.jpg", "en+f4", "The tomatoes need shelter tonight."),
+                       scene("ben", "obama.jpg", "en-us+m3", "I will check the barn roof first.")],
+        "two-photos": [scene("sam", "obama.jpg", "en-us+m3", "My name is Sam and I keep bees."),
+                       scene("lea", "train_rose_leslie_img1.jpg", "en+f4",
+                             "I am Lea, and I paint old fishing boats in the harbour every summer."),
+                       scene("sam", "obama2.jpg", "en-us+m3", "The bees made honey early this year."),
+                       scene("lea", "train_rose_leslie_img1.jpg", "en+f4",
+                             "The blue boat with the white stripe is almost finished now."),
+                       scene("sam", "obama2.jpg", "en-us+m3", "I sell the honey at the Saturday market.")],
+    }
+
+
+def score(export: dict, timings, problems: int, faces_scored: bool) -> dict:
+    from m3agent.samples.synth import who_at
+
+    voice_people, face_people = {}, {}
+    for node in export["nodes"]:
+        if node["kind"] == "voice":
+            voice_people[node["id"]] = {who_at(timings, (s["start"] + s["end"]) / 2, speech=True)
+                                        for s in node.get("segments", [])} - {None}
+        if faces_scored and node["kind"] == "episodic" and "on screen" in (node["text"] or ""):
+            times = [int(m) * 60 + int(s) for m, s in re.findall(r"(\d\d):(\d\d)", node["text"])]
+            for face in node["entities"]:
+                face_people.setdefault(face, set()).add(who_at(timings, sum(times) / len(times), window=0.3))
+    speakers = {t.person for t in timings if t.person and t.text}
+    seen = {t.person for t in timings if t.person and t.image}
+
+    def nodes_of(mapping, person):
+        return sum(person in who for who in mapping.values())
+
+    out = {"people": len(speakers), "voice nodes": len(voice_people),
+           "voice merges": sum(len(who) > 1 for who in voice_people.values()),
+           "voice nodes a person": round(sum(nodes_of(voice_people, p) for p in speakers) / max(len(speakers), 1), 2),
+           "face nodes": sum(n["kind"] == "face" for n in export["nodes"])}
+    if faces_scored:
+        out["face merges"] = sum(len(who - {None}) > 1 for who in face_people.values())
+        out["face nodes a person"] = round(sum(nodes_of(face_people, p) for p in seen) / max(len(seen), 1), 2)
+    out["check problems"] = problems
+    return out
+
+
+def run(only: list[str] | None) -> dict:
+    from m3agent import factory
+    from m3agent.config import load_config
+    from m3agent.memorize import memorize_video
+    from m3agent.memory import MemoryGraph
+    from m3agent.samples.synth import build_episode
+
+    config = load_config()
+    perceiver, memorizer, embedder = factory.memorization_stack(config)
+    tmp = Path(tempfile.mkdtemp(prefix="m3ident-"))
+    results = {}
+    for name, scenes in fixtures().items():
+        if only and name not in only:
+            continue
+        video = tmp / f"{name}.mp4"
+        timings = build_episode(scenes, video)
+        with MemoryGraph.open(tmp / f"{name}.db", config.memory, embedder=embedder) as graph:
+            t = time.perf_counter()
+            memorize_video(video, graph, perceiver, memorizer, config.memorize, progress=False)
+            seconds = time.perf_counter() - t
+            check = getattr(graph, "identity_problems", lambda: [])()
+            results[name] = {**score(graph.export(), timings, len(check), name != "two-on-screen"),
+                             "seconds": round(seconds, 1)}
+        print(name, json.dumps(results[name]), flush=True)
+    return results
+
+
+def table(results: dict) -> str:
+    keys = ["people", "voice nodes", "voice merges", "voice nodes a person", "face nodes", "face merges",
+            "face nodes a person", "check problems"]
+    rows = ["| fixture | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    for name, r in results.items():
+        rows.append(f"| {name} | " + " | ".join(str(r.get(k, "-")) for k in keys) + " |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--write", type=Path, default=None, help="update this file's perf_identity block")
+    args = parser.parse_args()
+    results = run(args.only)
+    text = table(results)
+    print("\n" + text)
+    if args.write:
+        from bench.markers import replace_block
+
+        head = (f"Machine: {platform.processor() or platform.machine()}, 2 cores. Date: {date.today()}. Command: "
+                "`python bench/perf_identity.py --write docs/BENCHMARKS.md`.")
+        replace_block(args.write, "perf_identity", head + "\n\n" + text)
+
+
+if __name__ == "__main__":
+    main()
