@@ -585,6 +585,12 @@ def cmd_characters(args, config: Config) -> int:
                 if len(args.targets) != 1 or not args.targets[0].isdigit() or len(args.targets[0]) > 18:
                     raise M3AgentError("undo needs the number of a correction (m3agent characters DB corrections)")
                 graph.undo_correction(args.video, int(args.targets[0]))
+            elif args.action == "split":
+                if len(args.targets) != 1 or not args.clips:
+                    raise M3AgentError("split needs one node or character and its clips: split voice_9 --clips 3,5-7")
+                fix = graph.correct(args.video, "split", args.targets[0], args.clips)
+                _warn("characters", f"correction {fix['id']} stored: clips {args.clips} of {args.targets[0]} are "
+                      f"node {fix['b']} now")
             else:
                 if len(args.targets) != 2:
                     raise M3AgentError(f"{args.action} needs two arguments: "
@@ -774,18 +780,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_forget)
 
     p = sub.add_parser("characters", help="one card per character: members, name, clips, a voice sample's time; "
-                       "or a correction: merge A B, not-same A B, rename A NAME, corrections, undo N")
+                       "or a correction: merge A B, not-same A B, rename A NAME, split A --clips 3,5-7, "
+                       "corrections, undo N")
     p.add_argument("db")
-    p.add_argument("action", nargs="?", choices=["merge", "not-same", "rename", "corrections", "undo"],
+    p.add_argument("action", nargs="?", choices=["merge", "not-same", "rename", "split", "corrections", "undo"],
                    help="correct who is who (stored in the DB; kept across resumes and later memorization); A and B "
                         "are characters (character_3 or a name) or nodes (face_3, voice_9)")
     p.add_argument("targets", nargs="*", metavar="A B|NAME|N")
+    p.add_argument("--clips", default=None, metavar="3,5-7",
+                   help="split: the clips of A that are another person (they get a node of their own, kept apart)")
     p.add_argument("--video", default=None, help="video name or id (default: the only one)")
     p.add_argument("--explain", action="store_true",
                    help="also each fold into the character's nodes (two nodes found to be one person) and its "
                         "evidence: similarity, the faces, clips and names checked")
     p.add_argument("--check", action="store_true",
-                   help="list characters whose identity looks wrong (two names, a voice seen as two faces) "
+                   help="list characters whose identity looks wrong (two names, a voice seen as two faces, a face "
+                        "node holding two groups of faces) "
                         "instead; exit 1 when there is any")
     p.set_defaults(func=cmd_characters)
 

@@ -114,7 +114,7 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
                                  path=str(Path(path).resolve()), duration=info.duration,
                                  clip_seconds=pc.clip_seconds,
                                  meta={"width": info.width, "height": info.height, "fps": info.fps,
-                                       "has_audio": info.has_audio})
+                                       "has_audio": info.has_audio, "face_identity": perceiver.face_identity()})
     name = graph.resolve_video(video_id).name
     n_clips = info.n_clips(pc.clip_seconds)  # None: no duration in the header, the streams will tell
     report = MemorizeReport(name, video_id, n_clips or 0, duration=info.duration)
@@ -230,7 +230,18 @@ def _commit_clip(graph, video_id, perception: ClipPerception, memorizer: Memoriz
     # the same snapshots back from the store)
     for node, snapshots in batch.report.snapshots.items():
         (face_bank if node in face_ids else voice_bank).keep(node, snapshots)
+    _undo_contradicted_folds(graph, video_id, voice_bank)
     _fold_voices(graph, video_id, clip.index, perceiver, voice_bank)
+
+
+def _undo_contradicted_folds(graph: MemoryGraph, video_id: int, voice_bank) -> None:
+    """A fold this clip's lines contradict (the node now gives two names, or speaks as two faces alone on screen)
+    is undone in memory; the bank then matches against both nodes' own snapshots again."""
+    undone = graph.undo_contradicted_folds(video_id)
+    if undone:
+        kept = graph.entity_snapshots(NodeKind.VOICE, video_id)
+        for node in {n for u in undone for n in (u["into"], u["node"])}:
+            voice_bank.keep(node, kept.get(node, np.zeros((0, 0), np.float32)))
 
 
 def voice_faces(graph: MemoryGraph, video_id: int, voice_bank) -> dict[int, frozenset[int]]:
@@ -254,8 +265,7 @@ def _fold_voices(graph: MemoryGraph, video_id: int, clip: int, perceiver: Percei
     heard = graph.sightings(video_id)
     evidence = Evidence(faces=voice_faces(graph, video_id, voice_bank),
                         clips={v: set(heard.get(v, ())) for v in voices}, names=graph.stated_names(video_id, voices),
-                        apart=frozenset(frozenset((c["a"], c["b"])) for c in graph.corrections(video_id)
-                                        if c["action"] == "apart"))
+                        apart=graph.kept_apart(video_id))
     folds = perceiver.voice_twins(voice_bank, evidence)
     if not folds:
         return

@@ -154,6 +154,14 @@ def build_characters(entities: Mapping[int, NodeKind], equivalences: Iterable[Eq
     return cmap
 
 
+APART = ("apart", "split")  # corrections whose two nodes are two people: a person's not-same, and a split
+
+
+def apart_pairs(corrections: Iterable[Mapping]) -> list[tuple[int, int]]:
+    """The node pairs ``corrections`` (as stored) keep apart: never one character, never folded."""
+    return [(c["a"], c["b"]) for c in corrections if c["action"] in APART and c["b"] is not None]
+
+
 _NODE_TAG = re.compile(r"\s*<?\s*(face|voice|speaker)_(\d+)\s*>?\s*", re.IGNORECASE)
 _CHARACTER_ID = re.compile(r"\s*<?\s*(?:character_)?(\d+)\s*>?\s*", re.IGNORECASE)
 NAME_WORDS = ("name", "called")  # every name statement holds one of these (a pre-filter for the patterns)
@@ -230,7 +238,7 @@ class Characters:
             self._maps[key] = build_characters(
                 entities, equivalences, self.store.merged_entities(video_id),
                 same=[(c["a"], c["b"]) for c in fixes if c["action"] == "same"],
-                apart=[(c["a"], c["b"]) for c in fixes if c["action"] == "apart"])
+                apart=apart_pairs(fixes))
         return self._maps[key]
 
     def across_videos(self, before_clip: int | None = None) -> CharacterMap:
@@ -280,21 +288,24 @@ class Characters:
         members = set(self.of(video_id).members.get(character, []))
         speakers = self.speakers(video_id)
         names: dict[str, None] = dict.fromkeys(speakers[m][0] for m in sorted(members) if m in speakers)
-        for node in self.store.text_nodes(ids=self.store.texts_linked_to(members), kind=NodeKind.SEMANTIC):
-            parsed = name_statement(node.text)
-            if parsed and parsed[0] != "character" and parsed[1] in members:
-                names.setdefault(parsed[2], None)
+        for _, name in self._own_names(video_id, members):
+            names.setdefault(name, None)
         return list(names)
+
+    def _own_names(self, video_id: int, nodes: set[int]) -> Iterator[tuple[int, str]]:
+        """``(node, name)`` for each line where one of ``nodes`` (or a node folded into it) gives its name."""
+        aliases = self.store.merged_entities(video_id)
+        for line in self.store.text_nodes(ids=self.store.texts_linked_to(nodes), kind=NodeKind.SEMANTIC):
+            parsed = name_statement(line.text)
+            if parsed and parsed[0] != "character" and aliases.get(parsed[1], parsed[1]) in nodes:
+                yield aliases.get(parsed[1], parsed[1]), parsed[2]
 
     def stated_names(self, video_id: int, nodes: Sequence[int]) -> dict[int, set[str]]:
         """Node id -> the names its own lines give it (``<voice_9>'s name is Felix``), superseded ones too:
         a node that gave two names holds two people."""
-        wanted = set(nodes)
         out: dict[int, set[str]] = {}
-        for node in self.store.text_nodes(ids=self.store.texts_linked_to(wanted), kind=NodeKind.SEMANTIC):
-            parsed = name_statement(node.text)
-            if parsed and parsed[0] != "character" and parsed[1] in wanted:
-                out.setdefault(parsed[1], set()).add(parsed[2])
+        for node, name in self._own_names(video_id, set(nodes)):
+            out.setdefault(node, set()).add(name)
         return out
 
     def resolve_node(self, video_id: int, text: str) -> int:

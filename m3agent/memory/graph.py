@@ -9,6 +9,7 @@ on first use from what the DB records it was written with. The parts never impor
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from m3agent.config import MemoryConfig
-from m3agent.memory.characters import CharacterMap, Characters
+from m3agent.memory.characters import CharacterMap, Characters, apart_pairs
 from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError, UnknownEntityError
 from m3agent.memory.export import export_video, inspect_db
 from m3agent.memory.forgetting import forgotten_records
@@ -223,19 +224,23 @@ class MemoryGraph:
         return self._characters.resolve(self.resolve_video(video).id, str(text))
 
     # ------------------------------------------------------------------ a person's corrections of who is who
-    CORRECTIONS = {"merge": "same", "not-same": "apart", "rename": "name"}
+    CORRECTIONS = {"merge": "same", "not-same": "apart", "rename": "name", "split": "split"}
 
     def correct(self, video: int | str | None, action: str, a: str, b: str | None = None) -> dict:
         """Store a person's correction: ``merge A B`` (one person), ``not-same A B`` (two people: never joined
-        again, by an equivalence or a fold), ``rename A NAME``. A and B are characters (id or name) or nodes
-        (``face_3``, ``voice_9``). Stored in the DB, so it holds across resumes and later memorization; undone
-        with :meth:`undo_correction`."""
+        again, by an equivalence or a fold), ``rename A NAME``, ``split A CLIPS`` (A's part in those clips,
+        ``"3,5-7"``, is another person: it gets a node of its own, kept apart from A). A and B are characters
+        (id or name) or nodes (``face_3``, ``voice_9``). Stored in the DB, so it holds across resumes and later
+        memorization; undone with :meth:`undo_correction`."""
         if action not in self.CORRECTIONS:
             raise UnknownEntityError(f"unknown correction {action!r}: one of {', '.join(self.CORRECTIONS)}")
         if not b or not str(b).strip():
-            raise UnknownEntityError(f"{action} needs two arguments" if action != "rename" else "rename needs a name")
+            raise UnknownEntityError({"rename": "rename needs a name", "split": "split needs the clips (e.g. 3,5-7)"}
+                                     .get(action, f"{action} needs two arguments"))
         video_id = self.resolve_video(video).id
         self.refresh()
+        if action == "split":
+            return self._split(video_id, self._split_target(video_id, str(a)), parse_clips(str(b)), {"by": "person"})
         first = self._characters.resolve_node(video_id, str(a))
         if action == "rename":
             name = " ".join(str(b).split())
@@ -250,15 +255,99 @@ class MemoryGraph:
         self._changed_here()
         return fix
 
+    def _split_target(self, video_id: int, text: str) -> int:
+        """The node a split means: a node, or a character with a single face or voice node."""
+        if text.strip().lstrip("<").lower().startswith(("face_", "voice_")):
+            return self._characters.resolve_node(video_id, text)
+        cmap = self._characters.of(video_id)
+        character = self._characters.resolve(video_id, text)
+        nodes = [m for m in cmap.members.get(character, []) if cmap.kinds.get(m) in (NodeKind.FACE, NodeKind.VOICE)]
+        if len(nodes) != 1:
+            listed = ", ".join(f"{cmap.kinds[m].label}_{m}" for m in nodes) or "none"
+            raise UnknownEntityError(f"character_{character} has the nodes {listed}: say which one to split")
+        return nodes[0]
+
+    def _split(self, video_id: int, node: int, clips: Sequence[int], why: dict) -> dict:
+        label = self.store.node_kinds([node])[node].label
+        held = set(self.store.sightings(video_id).get(node, ()))
+        absent = sorted(set(clips) - held)
+        if absent:
+            raise UnknownEntityError(f"{label}_{node} is not in clip {', '.join(map(str, absent))} (its clips: "
+                                     f"{', '.join(map(str, sorted(held))) or 'none'})")
+        if set(clips) >= held:
+            raise UnknownEntityError(f"a split must leave {label}_{node} some of its clips (it is only in "
+                                     f"{', '.join(map(str, sorted(held)))})")
+        moved = sorted(set(clips))
+        note = json.dumps({"clips": moved, **why}, sort_keys=True)
+        new, number = self.writer.split_entity(
+            node, moved, self.store.merged_entities(video_id), embed=self.can_embed,
+            record=lambda new: self.store.add_correction(video_id, "split", node, new, value=note))
+        return {"id": number, "action": "split", "a": node, "b": new, "clips": moved, **why}
+
     def corrections(self, video: int | str | None = None) -> list[dict]:
-        """The corrections in force for a video, in the order made."""
-        return self.store.corrections(self.resolve_video(video).id)
+        """The corrections in force for a video, in the order made (a split with its clips, who made it and why)."""
+        fixes = self.store.corrections(self.resolve_video(video).id)
+        for fix in fixes:
+            if fix["action"] == "split" and fix["value"]:
+                fix.update(json.loads(fix.pop("value")))
+        return fixes
 
     def undo_correction(self, video: int | str | None, number: int) -> None:
-        if not self.store.undo_correction(self.resolve_video(video).id, int(number)):
+        """Take a correction back; a split's two nodes become one again (a fold that records the undo)."""
+        video_id = self.resolve_video(video).id
+        fix = next((f for f in self.store.corrections(video_id) if f["id"] == int(number)), None)
+        if fix is None:
             raise UnknownEntityError(f"no correction {number} in force for this video (see m3agent characters DB "
                                      "corrections)")
+        with self.writer.lock, self.store.transaction():
+            if fix["action"] == "split" and fix["b"] in self.store.node_kinds([fix["b"]]):
+                at = self.store.sightings(video_id).get(fix["b"], [None])[0]
+                self.writer.fold_entities([(fix["b"], fix["a"])], at, {fix["b"]: {"undo of correction": fix["id"]}})
+            self.store.undo_correction(video_id, int(number))
         self._changed_here()
+
+    def _record_unfold(self, video_id: int, found: dict, new: int) -> int:
+        """In the undo's transaction: the split that keeps ``new`` apart from the node it left, and the tags of
+        the folded-away node (and of nodes folded into it before, whose clips all moved) naming ``new``."""
+        gone, into = found["gone"], found["into"]
+        number = self.store.add_correction(video_id, "split", into, new, value=json.dumps(
+            {"clips": found["clips"], "by": "memory", "reason": found["reason"], "fold of": gone}, sort_keys=True))
+        aliases = self.store.merged_entities(video_id)
+        for fold in self.store.folds(video_id):
+            record = dict(fold["evidence"] or {})
+            clips = set(record.get("clips", [[None]])[0])
+            if aliases.get(fold["gone"]) != into or not (fold["gone"] == gone or clips <= set(found["clips"])):
+                continue
+            if fold["gone"] == gone:
+                record["undone"] = {"correction": number, "reason": found["reason"], "node": new}
+            self.store.repoint_fold(fold["gone"], new, record)
+        return number
+
+    def kept_apart(self, video_id: int) -> frozenset[frozenset[int]]:
+        """Node pairs that are two people by a correction (a person's not-same, a split): never folded."""
+        return frozenset(frozenset(pair) for pair in apart_pairs(self.store.corrections(video_id)))
+
+    def undo_contradicted_folds(self, video_id: int) -> list[dict]:
+        """Undo every fold that evidence written after it contradicts (see
+        :func:`m3agent.memory.identity_check.contradicted_fold`): the clips that were the folded-away node's (and
+        later ones that fit them) go to a node of their own, kept apart from the rest, and the old node's tags
+        name it. Returns what was undone; the memorizer calls it after each clip."""
+        from m3agent.memory.identity_check import contradicted_fold
+
+        undone = []
+        self.refresh()
+        for _ in range(len(self.store.folds(video_id))):
+            found = contradicted_fold(self.store, video_id)
+            if found is None:
+                break
+            gone, into = found["gone"], found["into"]
+            new, number = self.writer.split_entity(
+                into, found["clips"], self.store.merged_entities(video_id), embed=self.can_embed,
+                record=lambda new, found=found: self._record_unfold(video_id, found, new))
+            log.warning("the fold of node %d into %d is undone: %s; clips %s are node %d now (correction %d)",
+                        gone, into, found["reason"], found["clips"], new, number)
+            undone.append({**found, "node": new, "correction": number})
+        return undone
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, retrieval: str | None = None, **kwargs) -> SearchResult:
@@ -347,3 +436,17 @@ class MemoryGraph:
 
 
 __all__ = ["ClipBatch", "MemoryGraph", "SeenClips"]
+
+
+def parse_clips(spec: str, limit: int = 100_000) -> list[int]:
+    """``"3,5-7"`` -> ``[3, 5, 6, 7]``: the clips a person names (at most ``limit`` of them)."""
+    clips: set[int] = set()
+    for part in (p.strip() for p in spec.split(",")):
+        first, dash, last = part.partition("-")
+        if not first.strip().isdigit() or (dash and not last.strip().isdigit()) or len(part) > 24:
+            raise UnknownEntityError(f"not a clip or a clip range: {part!r} (e.g. 3,5-7)")
+        low, high = int(first), int(last) if dash else int(first)
+        if high < low or len(clips) + high - low >= limit:
+            raise UnknownEntityError(f"not a clip range: {part!r}")
+        clips.update(range(low, high + 1))
+    return sorted(clips)

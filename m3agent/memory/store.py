@@ -814,6 +814,45 @@ class SQLiteStore:
                   " VALUES (?, ?, ?, ?, ?)", (gone, into, video_id, at_clip,
                                               None if evidence is None else json.dumps(evidence, sort_keys=True)))
 
+    def split_entity(self, node: int, clips: Sequence[int], new: int) -> None:
+        """Move entity ``node``'s part in ``clips`` to a new node ``new`` of its kind (one node found to hold two
+        people): its sightings, speech, snapshots and crops of those clips, and the links of those clips' lines.
+        Lines that superseded each other only by being about this one node are both in force again. The
+        reverse of :meth:`fold_entity`; the lines' tags are the caller's to rewrite (and caches to drop)."""
+        c = self.conn
+        video_id, kind, meta = c.execute("SELECT video_id, kind, meta FROM nodes WHERE id = ?", (node,)).fetchone()
+        moved = sorted(set(int(x) for x in clips))
+        marks = ",".join("?" * len(moved))
+        c.execute("INSERT INTO nodes (id, video_id, kind, clip, weight, meta) VALUES (?, ?, ?, ?, 0, ?)",
+                  (new, video_id, kind, moved[0], meta))
+        for table in ("sightings", "voice_segments"):
+            c.execute(f"UPDATE {table} SET node_id = ? WHERE node_id = ? AND clip IN ({marks})", (new, node, *moved))
+        snapshots = self.entity_embeddings(node)
+        self.replace_entity_embeddings(node, [(k, q, v) for _, k, q, v in snapshots if k not in moved])
+        self.replace_entity_embeddings(new, [(k, q, v) for _, k, q, v in snapshots if k in moved])
+        crops = self.crops(node)
+        self.replace_crops(node, [row for row in crops if row[0] not in moved])
+        self.replace_crops(new, [row for row in crops if row[0] in moved])
+        c.execute(f"UPDATE edges SET entity_id = ? WHERE entity_id = ? AND text_id IN"
+                  f" (SELECT id FROM nodes WHERE video_id = ? AND clip IN ({marks}))", (new, node, video_id, *moved))
+        # a line that superseded another only because both were about this node (one of them now about the new
+        # one) had no right to: both are in force again
+        line, by = (f"EXISTS (SELECT 1 FROM edges WHERE text_id = n.{column} AND entity_id = ?)"
+                    for column in ("id", "invalidated_by"))
+        c.execute(f"UPDATE nodes SET invalidated_by = NULL, invalidated_at = NULL WHERE id IN (SELECT n.id FROM nodes n"
+                  f" WHERE n.video_id = ? AND n.invalidated_by IS NOT NULL AND"
+                  f" (({line} AND {by}) OR ({by} AND {line})))", (video_id, node, new, node, new))
+        for kept in (node, new):
+            c.execute("UPDATE nodes SET weight = (SELECT count(*) FROM sightings WHERE node_id = ?),"
+                      " clip = COALESCE((SELECT min(clip) FROM sightings WHERE node_id = ?), clip) WHERE id = ?",
+                      (kept, kept, kept))
+
+    def repoint_fold(self, gone: int, into: int, evidence: dict | None) -> None:
+        """Tags of the folded-away ``gone`` resolve to ``into`` from now on (a fold undone: see
+        :meth:`split_entity`); ``evidence`` replaces the fold's record."""
+        self.conn.execute("UPDATE merged_entities SET into_id = ?, evidence = ? WHERE node_id = ?",
+                          (into, None if evidence is None else json.dumps(evidence, sort_keys=True), gone))
+
     def folds(self, video_id: int) -> list[dict]:
         """The video's folds in the order made: ``{gone, into, clip, evidence}`` (evidence None for a fold made
         before folds kept theirs)."""

@@ -30,7 +30,7 @@ from m3agent.memory.forgetting import (
 )
 from m3agent.memory.model import NodeKind, Video, VoiceSegment
 from m3agent.memory.store import SQLiteStore, vec_to_blob
-from m3agent.memory.tags import entity_ids, parse_tags
+from m3agent.memory.tags import entity_ids, parse_tags, rewrite_tags, tag
 from m3agent.memory.vectors import VectorCache
 
 log = logging.getLogger(__name__)
@@ -426,6 +426,41 @@ class MemoryWriter:
             self._semantic.clear()
             self.on_change()
         return kept_snapshots
+
+    def split_entity(self, node: int, clips: Sequence[int], aliases: Mapping[int, int], *, embed: bool,
+                     record: Callable[[int], int]) -> tuple[int, int]:
+        """Give entity ``node``'s part in ``clips`` a node of its own (one node found to hold two people) and
+        return it: what :meth:`SQLiteStore.split_entity` moves, and in those clips' lines every tag naming
+        ``node`` (or a node folded into it: ``aliases``) now names the new one, re-embedded with ``embed`` (a
+        tag's number barely moves a line's vector: a memory without an embedder keeps the old one).
+        ``record(new)`` writes in the same transaction what keeps the two apart; returns ``(new, its result)``."""
+        store = self.store
+        with self.lock:
+            kind = store.node_kinds([node])[node]
+            video_id = store.node_video(node)
+            label = kind.label
+            new = self.reserve_ids()
+
+            def retag(tag_kind: str, number: int) -> str | None:
+                return tag(tag_kind, new) if tag_kind == label and aliases.get(number, number) == node else None
+
+            rewritten = []
+            for line in store.text_nodes(video_id, clips=sorted(set(clips)), containing="<"):
+                text = rewrite_tags(line.text, retag)
+                if text != line.text:
+                    rewritten.append((line.id, text))
+            vectors = self.embed([text for _, text in rewritten]) if rewritten and embed else None
+            with store.transaction():
+                store.split_entity(node, clips, new)
+                recorded = record(new)
+                for i, (line_id, text) in enumerate(rewritten):
+                    store.update_text(line_id, text, None if vectors is None else vectors[i])
+                store.bump_index_epoch()  # vectors and supersessions changed in place: readers start again
+            self._release_ids(new + 1)
+            self.vectors.reset()
+            self._semantic.clear()
+            self.on_change()
+        return new, recorded
 
     # ------------------------------------------------------------------ forgetting
     def forget(self, video_id: int, members: set[int], embed: Embed | None, *, names: Sequence[str] = (),

@@ -65,6 +65,11 @@ def _listed(items) -> str:
     return ", ".join(str(i) for i in sorted(items))
 
 
+def euclidean_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.atleast_2d(a), np.atleast_2d(b)
+    return np.sqrt(np.maximum((a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T, 0))
+
+
 def cosine_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.atleast_2d(a), np.atleast_2d(b)
     a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)

@@ -133,6 +133,11 @@ class Perceiver:
     def face_bank(self, snapshots: dict[int, np.ndarray]) -> IdentityBank:
         return IdentityBank(self.face_threshold, self.faces.distance, snapshots)
 
+    def face_identity(self) -> dict:
+        """How far two faces of one person may be, and measured how: memory keeps it with the video so that
+        ``characters --check`` judges a face node by the memorizer's own scale."""
+        return {"metric": self.faces.metric, "threshold": self.face_threshold}
+
     def voice_bank(self, snapshots: dict[int, np.ndarray]) -> IdentityBank:
         return IdentityBank(self.voice_threshold, cosine_distance, snapshots, linkage="average")
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from m3agent.perception.identity import euclidean_distance
+
 
 @dataclass
 class FaceDetection:
@@ -31,6 +33,7 @@ class FaceBackend(ABC):
     name: str
     dim: int
     same_person_distance: float
+    metric: str = "euclidean"  # what ``distance`` measures ("euclidean" or "cosine"): memory keeps it to check nodes
     max_side: int = 0  # frames are looked at no larger than this (0: as they are)
     # what ``locate`` and ``embed`` give depends only on the pixels near a face: a crop looked at with the
     # whole frame's scale finds what the whole frame would there (frames that changed only in part are
@@ -73,9 +76,7 @@ class FaceBackend(ABC):
 
     def distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Pairwise distances between rows of ``a`` and ``b`` (Euclidean unless overridden)."""
-        a, b = np.atleast_2d(a), np.atleast_2d(b)
-        d2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T
-        return np.sqrt(np.maximum(d2, 0))
+        return euclidean_distance(a, b)
 
 
 def resized(frame: np.ndarray, scale: float) -> np.ndarray:

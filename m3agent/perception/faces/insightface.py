@@ -15,6 +15,7 @@ from m3agent.perception.faces.base import FaceBackend, iou
 class InsightFaceBackend(FaceBackend):
     name = "insightface"
     dim = 512
+    metric = "cosine"
     same_person_distance = 0.6  # cosine distance; ArcFace same person typically cos > 0.4
 
     def __init__(self, model_dir: str, model_name: str = "buffalo_l", min_score: float = 0.5,
