@@ -605,11 +605,12 @@ def cmd_characters(args, config: Config) -> int:
             _print_json(problems)
             return 1 if problems else 0
         cards = [card.to_dict() for card in graph.character_cards(args.video)]
-        if args.explain:  # why nodes became one: each fold into a member, with its evidence
-            folds = graph.folds(args.video)
+        if args.explain:  # why nodes became one (each fold into a member, with its evidence) or two (corrections)
+            folds, fixes = graph.folds(args.video), graph.corrections(args.video)
             for card in cards:
                 members = {int(m.rsplit("_", 1)[1]) for m in card["members"]}
                 card["folds"] = [f for f in folds if f["into"] in members]
+                card["corrections"] = [f for f in fixes if f["a"] in members or f["b"] in members]
     _print_json(cards)
     return 0
 
@@ -792,7 +793,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--video", default=None, help="video name or id (default: the only one)")
     p.add_argument("--explain", action="store_true",
                    help="also each fold into the character's nodes (two nodes found to be one person) and its "
-                        "evidence: similarity, the faces, clips and names checked")
+                        "evidence: similarity, the faces, clips and names checked; and the corrections touching it")
     p.add_argument("--check", action="store_true",
                    help="list characters whose identity looks wrong (two names, a voice seen as two faces, a face "
                         "node holding two groups of faces) "
