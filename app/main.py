@@ -18,6 +18,9 @@ from m3agent.workspace import APP_CHAT_BACKENDS, ChatChoice, Workspace
 CSS = """
 .card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px;}
 .superseded {color: var(--body-text-color-subdued);}
+.card .fix-row button, #corrections button {border: 1px solid var(--border-color-accent) !important;
+  background: var(--background-fill-primary) !important; border-radius: 6px !important;}
+#corrections {padding: 8px;}
 #jobs progress {width: 100%; height: 14px;}
 """
 
@@ -75,6 +78,11 @@ def _timeline_markdown(clip) -> str:
     return "\n".join(out) or "*(no lines)*"
 
 
+#: what a card's correction needs before it can be made
+MISSING = {"rename": "Type the new name first.", "merge": "Choose who this is the same person as first.",
+           "not-same": "Choose who this is not first.", "split": "Type the clips to split off first (e.g. 3,5-7)."}
+
+
 def build_app(workspace: Workspace):
     import gradio as gr
     from PIL import Image
@@ -90,9 +98,105 @@ def build_app(workspace: Workspace):
             return gr.update()
         return gr.Video(value=video, playback_position=float(span[0]))
 
+    def on_fix(name: str | None, action: str, a: str, b: str | None, count: int):
+        """One correction from a card: ``(message, count)``, the count moved on when it was stored."""
+        if not name:
+            return warn("Open a memory first."), count
+        if not (b or "").strip():
+            return warn(MISSING[action]), count
+        try:
+            fix = workspace.correct(name, action, a, b)
+        except (M3AgentError, ValueError) as exc:
+            return warn(f"Not corrected: {exc}"), count
+        gr.Info(f"Correction {fix['id']} stored: {fix['text']}")
+        return f"Correction **{fix['id']}** stored: {_escape(fix['text'])}.", count + 1
+
+    def on_undo(name: str | None, number: int, count: int):
+        if not name:
+            return warn("Open a memory first."), count
+        try:
+            text = workspace.undo_correction(name, number)
+        except (M3AgentError, ValueError) as exc:
+            return warn(f"Not undone: {exc}"), count
+        gr.Info(f"Correction {number} undone: {text}")
+        return f"Correction **{number}** undone ({_escape(text)}).", count + 1
+
+    def emptied(done: tuple, count: int, typed: str) -> tuple:
+        """``done`` and what goes back in the box that was typed in: nothing once the correction is stored."""
+        return (*done, "" if done[1] != count else typed)
+
+    def warn(text: str) -> str:
+        gr.Warning(text)
+        return f"⚠ {_escape(text)}"
+
+    def keyed(name: str, *parts) -> dict:
+        """A key for a block of a memory's card view, which is drawn again after each correction (a block of the
+        last drawing is never taken for a new one), with nothing kept from the last drawing."""
+        return {"key": "|".join(str(p) for p in (name, *parts)), "preserved_by_key": None}
+
+    def correction_controls(name: str, card, others: list) -> None:
+        """A card's rename, merge with, keep apart from and split clips off: each stored at once, then the view
+        is drawn again (``corrected`` moves on)."""
+        this = f"character_{card.number}"
+        nodes = [m for m in card.members if m.startswith(("face_", "voice_"))]
+        wires = {"concurrency_id": "correct", "show_progress": "minimal"}
+        with gr.Row(elem_classes=["fix-row"], equal_height=False, **keyed(name, this, "fix")):
+            with gr.Column(min_width=150, **keyed(name, this, "rename")):
+                rename_box = gr.Textbox(label="Rename to", placeholder="a name", max_lines=1,
+                                        elem_classes=["rename-box"], **keyed(name, this, "rename-box"))
+                rename_btn = gr.Button("Rename", size="sm", elem_classes=["rename-btn"],
+                                       **keyed(name, this, "rename-btn"))
+            with gr.Column(min_width=150, **keyed(name, this, "merge")):
+                same_as = gr.Dropdown(others, value=None, label="Same person as", elem_classes=["merge-with"],
+                                      **keyed(name, this, "merge-with"))
+                merge_btn = gr.Button("Merge", size="sm", elem_classes=["merge-btn"], **keyed(name, this, "merge-btn"))
+            with gr.Column(min_width=150, **keyed(name, this, "apart")):
+                apart_from = gr.Dropdown(others, value=None, label="Not the same as", elem_classes=["apart-from"],
+                                         **keyed(name, this, "apart-from"))
+                apart_btn = gr.Button("Keep apart", size="sm", elem_classes=["apart-btn"],
+                                      **keyed(name, this, "apart-btn"))
+            if nodes:
+                with gr.Column(min_width=240, scale=2, **keyed(name, this, "split")):
+                    with gr.Row(**keyed(name, this, "split-row")):
+                        split_clips = gr.Textbox(label="Split clips", placeholder="e.g. 3,5-7", max_lines=1,
+                                                 min_width=100, elem_classes=["split-clips"],
+                                                 **keyed(name, this, "split-clips"))
+                        split_node = gr.Dropdown(nodes, value=nodes[0], label="of", min_width=100,
+                                                 elem_classes=["split-node"], **keyed(name, this, "split-node"))
+                    split_btn = gr.Button("Split off as someone else", size="sm", elem_classes=["split-btn"],
+                                          **keyed(name, this, "split-btn"))
+                split_btn.click(lambda clips, node, count: emptied(on_fix(name, "split", node, clips, count), count,
+                                                                   clips),
+                                [split_clips, split_node, corrected], [fix_message, corrected, split_clips], **wires)
+        for trigger in (rename_btn.click, rename_box.submit):
+            trigger(lambda new, count: emptied(on_fix(name, "rename", this, new, count), count, new),
+                    [rename_box, corrected], [fix_message, corrected, rename_box], **wires)
+        merge_btn.click(lambda b, count: on_fix(name, "merge", this, b, count), [same_as, corrected],
+                        [fix_message, corrected], **wires)
+        apart_btn.click(lambda b, count: on_fix(name, "not-same", this, b, count), [apart_from, corrected],
+                        [fix_message, corrected], **wires)
+
+    def corrections_list(name: str, fixes: list[dict]) -> None:
+        """Below the cards: the corrections in force, each with its Undo."""
+        with gr.Group(elem_id="corrections", **keyed(name, "corrections")):
+            gr.Markdown("### Corrections", elem_classes=["corrections-title"], **keyed(name, "corrections-title"))
+            if not fixes:
+                gr.Markdown("None yet: rename a character, merge two, keep two apart or split clips off; each can be "
+                            "undone here.", elem_classes=["no-corrections"], **keyed(name, "none"))
+            for fix in fixes:
+                number = fix["id"]
+                with gr.Row(elem_classes=["correction"], elem_id=f"correction-{number}", **keyed(name, "fix", number)):
+                    gr.Markdown(f"**{number}.** {_escape(fix['text'])}", elem_classes=["correction-text"],
+                                **keyed(name, "fix-text", number))
+                    undo = gr.Button("Undo", size="sm", scale=0, min_width=80, elem_classes=["undo-btn"],
+                                     elem_id=f"undo-{number}", **keyed(name, "undo", number))
+                    undo.click(lambda count, n=number: on_undo(name, n, count), [corrected], [fix_message, corrected],
+                               concurrency_id="correct", show_progress="minimal")
+
     with gr.Blocks(title="m3agent", analytics_enabled=False) as demo:
         answer_state = gr.State(None)
         finished = gr.State(0)  # memorizations finished: views of a memory redraw when it grows
+        corrected = gr.State(0)  # corrections made or undone here: the cards, timeline and names redraw
         gr.Markdown("# m3agent — memory of a long video\nPick or upload a video and memorize it, or open a "
                     "memory; then browse its characters and timeline, and ask.")
         with gr.Row():
@@ -112,38 +216,53 @@ def build_app(workspace: Workspace):
                     message = gr.Markdown(elem_id="message")
                 with gr.Tab("Characters", id="characters"):
                     refresh_cards = gr.Button("Refresh", size="sm")
-                    @gr.render(inputs=[memory], triggers=[memory.change, finished.change, refresh_cards.click, demo.load])
+                    fix_message = gr.Markdown(elem_id="fix-message")
+                    @gr.render(inputs=[memory], triggers=[memory.change, finished.change, refresh_cards.click, demo.load,
+                                                          corrected.change])
                     def character_view(name):
                         if not name:
                             return
                         try:
                             cards = workspace.characters(name)
+                            fixes = workspace.corrections(name)
                         except M3AgentError as exc:
                             gr.Markdown(f"**{_escape(str(exc))}**")
                             return
                         if not cards:
                             gr.Markdown("No characters in this memory (no faces or voices were found).")
-                        for card in cards:
-                            with gr.Group(elem_classes=["card"]):
-                                gr.Markdown(f"### {_escape(card.label)}\n{len(card.clips)} clips · {card.lines} lines · "
-                                            f"{', '.join(card.members)}", elem_classes=["card-title"])
-                                with gr.Row():
-                                    if card.faces:
-                                        gr.Gallery([Image.open(io.BytesIO(j)) for j in card.faces], columns=3, height=120,
-                                                   show_label=False, allow_preview=False, elem_classes=["faces"])
-                                    if card.voice is not None:
-                                        sample = workspace.voice_sample(name, card.voice.start, card.voice.end)
-                                        if sample is not None:
-                                            gr.Audio(sample, label=f"Voice: “{card.voice.text[:80]}”", elem_classes=["voice"])
-                                with gr.Row():
-                                    for clip in card.clips[:24]:
-                                        button = gr.Button(f"clip {clip}", size="sm", elem_classes=["clip-link"])
-                                        button.click(lambda n=name, c=clip: player_at(n, c), None, player)
+                        everyone = [(c.label, f"character_{c.number}") for c in cards]
+                        # the cards in a column of their own, then the corrections: when a card goes (a merge), what
+                        # follows it must not move into its place (Gradio 6 then gives a gallery a wrong value)
+                        with gr.Column(elem_id="cards", **keyed(name, "cards")):
+                            for card in cards:
+                                this = f"character_{card.number}"
+                                with gr.Group(elem_classes=["card"], elem_id=f"card-{card.number}", **keyed(name, this)):
+                                    gr.Markdown(f"### {_escape(card.label)}\n{len(card.clips)} clips · {card.lines} lines · "
+                                                f"{', '.join(card.members)}", elem_classes=["card-title"],
+                                                **keyed(name, this, "title"))
+                                    with gr.Row(**keyed(name, this, "media")):
+                                        if card.faces:
+                                            gr.Gallery([Image.open(io.BytesIO(j)) for j in card.faces], columns=3,
+                                                       height=120, show_label=False, allow_preview=False,
+                                                       elem_classes=["faces"], **keyed(name, this, "faces"))
+                                        if card.voice is not None:
+                                            sample = workspace.voice_sample(name, card.voice.start, card.voice.end)
+                                            if sample is not None:
+                                                gr.Audio(sample, label=f"Voice: “{card.voice.text[:80]}”",
+                                                         elem_classes=["voice"], **keyed(name, this, "voice"))
+                                    with gr.Row(**keyed(name, this, "clips")):
+                                        for clip in card.clips[:24]:
+                                            button = gr.Button(f"clip {clip}", size="sm", elem_classes=["clip-link"],
+                                                               **keyed(name, this, "clip", clip))
+                                            button.click(lambda n=name, c=clip: player_at(n, c), None, player)
+                                    correction_controls(name, card, [o for o in everyone if o[1] != this])
+                        corrections_list(name, fixes)
 
                 with gr.Tab("Timeline", id="timeline"):
                     who = gr.Dropdown(label="Only this character", choices=[("everyone", -1)], value=-1,
                                       elem_id="who")
-                    @gr.render(inputs=[memory, who], triggers=[memory.change, finished.change, who.change, demo.load])
+                    @gr.render(inputs=[memory, who], triggers=[memory.change, finished.change, who.change, demo.load,
+                                                               corrected.change])
                     def timeline_view(name, character):
                         if not name:
                             return
@@ -264,6 +383,20 @@ def build_app(workspace: Workspace):
 
         memory.change(on_memory, memory, [player, who, as_of])
         finished.change(on_memory, memory, [player, who, as_of])
+        memory.change(lambda: "", None, fix_message, show_progress="hidden")
+
+        def on_corrected(name, current):
+            """After a correction: the timeline's people as they now are (names, merged or split ones)."""
+            if not name:
+                return gr.update()
+            try:
+                cards = workspace.characters(name)
+            except M3AgentError:
+                return gr.update()
+            people = [("everyone", -1)] + [(c.label, c.number) for c in cards]
+            return gr.Dropdown(choices=people, value=current if current in [n for _, n in people] else -1)
+
+        corrected.change(on_corrected, [memory, who], who, show_progress="hidden")
 
         # ------------------------------------------------------------ chat
         def on_ask(name, text, limited, before, history, chosen_backend, url, model_name):

@@ -12,7 +12,8 @@ import dataclasses
 import hashlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from m3agent import factory
 from m3agent.config import ChatConfig, Config
 from m3agent.datafolder import DataFolder, DataFolderError
 from m3agent.errors import M3AgentError
+from m3agent.memory.errors import UnknownEntityError
 from m3agent.shelf import Shelf
 
 if TYPE_CHECKING:
@@ -52,6 +54,35 @@ class ChatChoice:
         return dataclasses.replace(chat, backend="openai", base_url=self.base_url, model=self.model)
 
 
+def _node_name(node, kinds: Mapping) -> str:
+    """``face_3``/``voice_9`` (a text source's ``speaker_7``) of a node id; ``node N`` for one no longer there."""
+    if not isinstance(node, int):
+        return str(node)
+    kind = kinds.get(node)
+    return f"{kind.label}_{node}" if kind is not None else f"node {node}"
+
+
+def _fix_text(fix: dict, kinds: Mapping) -> str:
+    """A correction (as :meth:`MemoryGraph.correct` returns it, or as stored) in words."""
+    action, a, b = fix["action"], _node_name(fix.get("a"), kinds), fix.get("b")
+    if action in ("rename", "name"):
+        return f"{a} is called “{fix.get('value') or b}”"
+    if action in ("merge", "same"):
+        return f"{a} and {_node_name(b, kinds)} are one person"
+    if action in ("not-same", "apart"):
+        return f"{a} and {_node_name(b, kinds)} are two people"
+    if action == "split":
+        clips = fix.get("clips") or fix.get("value")
+        if isinstance(clips, (list, tuple)):
+            clips = ",".join(str(c) for c in clips)
+        where = f" in clips {clips}" if clips not in (None, "") else ""
+        text = f"{a}{where} split off as {_node_name(b, kinds)}"
+        if fix.get("by") == "memory":  # memorization undid a fold of its own
+            text += f" (by the memory{': ' + str(fix['reason']) if fix.get('reason') else ''})"
+        return text
+    return f"{action} {a} {_node_name(b, kinds) if b is not None else ''}".strip()
+
+
 class Workspace:
     def __init__(self, config: Config, cli_args: Sequence[str] = (), *, start_queue: bool = True):
         from m3agent.jobs.memorize_queue import MemorizationQueue, memorize_command
@@ -65,6 +96,7 @@ class Workspace:
                                                        lock=self._lock)
         self._chats: Shelf[ChatConfig, ChatModel] = Shelf(lambda chat: factory.build_chat(chat), lock=self._lock)
         self._answering = threading.Lock()  # one chat model call sequence at a time
+        self._correcting = threading.Lock()  # one correction at a time (every browser tab shares the memories)
         self._embedder = None
 
     def close(self) -> None:
@@ -176,6 +208,49 @@ class Workspace:
 
     def characters(self, memory: str):
         return self.graph(memory).character_cards()
+
+    # ------------------------------------------------------------------ a person's corrections of who is who
+    def correct(self, memory: str, action: str, a: str, b: str) -> dict:
+        """Store a correction in the memory (see :meth:`MemoryGraph.correct`): ``merge`` (A and B are one person),
+        ``not-same`` (two people, never joined again), ``rename`` (B is A's name) or ``split`` (B names clips,
+        ``3,5-7``: A's node there becomes a new node). Returns the graph's answer with ``text``, a sentence
+        for the person. The memory is opened for writing only for this; while a memorization writes it,
+        this fails with the graph's :class:`~m3agent.memory.locks.WriterBusyError`."""
+        action, a, b = str(action or "").strip(), str(a or "").strip(), str(b or "").strip()
+        if not a:
+            raise UnknownEntityError(f"{action or 'a correction'} needs a character or a node to correct")
+        # a split re-embeds the lines whose tags it moves: with the embedder the shared graph already holds
+        embedder = self.graph(memory).embedder_required() if action == "split" else None
+        with self._writing(memory, embedder) as graph:
+            fix = graph.correct(None, action, a, b)
+            kinds = graph.characters(graph.resolve_video(None).id).kinds
+        return {**fix, "text": _fix_text(fix, kinds)}
+
+    def corrections(self, memory: str) -> list[dict]:
+        """The corrections in force, in the order made, each with ``text``: what it does, for a person."""
+        graph = self.graph(memory)
+        kinds = graph.characters(graph.resolve_video(None).id).kinds
+        return [{**fix, "text": _fix_text(fix, kinds)} for fix in graph.corrections(None)]
+
+    def undo_correction(self, memory: str, number: int | str) -> str:
+        """Take correction ``number`` back; returns what it had done (its ``text``)."""
+        text = str(number).strip()
+        if not text.isdigit() or len(text) > 18:
+            raise UnknownEntityError(f"no correction {number!r}: give its number")
+        done = {fix["id"]: fix["text"] for fix in self.corrections(memory)}
+        with self._writing(memory) as graph:
+            graph.undo_correction(None, int(text))
+        return done.get(int(text), f"correction {text}")
+
+    @contextmanager
+    def _writing(self, memory: str, embedder=None):
+        """The memory opened for writing for one change, then closed. The shared read-only graph sees the change
+        on its next read (its :meth:`MemoryGraph.refresh` drops the cards and characters it derived)."""
+        path = self.folder.resolve(memory)
+        if not path.is_file():
+            raise DataFolderError(f"{memory}: no such memory in the data folder")
+        with self._correcting, factory.open_memory(path, self.config, embedder=embedder, create=False) as graph:
+            yield graph
 
     def timeline(self, memory: str, character: int | None = None):
         return self.graph(memory).timeline(character=character)
