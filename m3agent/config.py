@@ -23,6 +23,10 @@ from m3agent.errors import M3AgentError
 
 ENV_PREFIX = "M3AGENT__"
 RETRIEVAL_MODES = ("fused", "dense", "lexical")
+#: the clip length videos are memorized in unless configured (``memorize.perception.clip_seconds``), M3-Agent's.
+#: A memory stores the length each of its videos was cut into (``Video.clip_seconds``): once a video exists,
+#: that stored value is the one to count its clips in, never this default or the configured one.
+DEFAULT_CLIP_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ class MemoryConfig:
 class PerceptionConfig:
     """Clips, frames and the perception backends. Zero thresholds mean "the backend's default"."""
 
-    clip_seconds: float = 30.0
+    clip_seconds: float = DEFAULT_CLIP_SECONDS
     fps: float = 1.0
     max_side: int = 1280  # frames are decoded at most this large (720p stays whole: small faces need it)
     decoder: str = "pyav"  # or "decord" (pip install decord)

@@ -1,9 +1,13 @@
 """The one composition root: configuration in, ready objects out.
 
-The CLI, the jobs (qa, batch, demo), the benchmarks and the training scripts build everything here, so
-an object is assembled from config in exactly one way. Backends come from the registry, each built with
-``from_config(section, **deps)``; a backend that needs another object names it in ``requires`` and gets
-it from here.
+The CLI, the jobs (qa, batch, demo, the benchmarks), the app's workspace and the training scripts build
+everything here, so an object is assembled from config in exactly one way: a memory DB is opened only by
+:func:`open_memory` (with the user's ``memory`` settings) and a controller built only by
+:func:`build_controller`. Backends come from the registry, each built with ``from_config(section, **deps)``;
+a backend that needs another object names it in ``requires`` and gets it from here.
+
+It may import any room of the package, and nothing imports it but what composes: the training data, the
+jobs, the CLI and the workspace (the room order is checked by ``tests/test_imports.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,12 +34,12 @@ if TYPE_CHECKING:
     from m3agent.control import Controller
     from m3agent.envs import Env
     from m3agent.eval.judge import Judge
+    from m3agent.eval.rewards import Rewarder
     from m3agent.memorize.base import Memorizer
     from m3agent.memory.graph import MemoryGraph
     from m3agent.models.embed.base import TextEmbedder
     from m3agent.models.llm.base import ChatModel
     from m3agent.perception.pipeline import Perceiver
-    from m3agent.train.rewards import Rewarder
 
 
 def _build(kind: str, name: str, section: Any, providers: dict[str, Callable[[], Any]] | None = None) -> Any:
@@ -58,10 +63,15 @@ def build_chat(config: ChatConfig) -> ChatModel:
     return _build("chat", chat_backend(config.backend), config)
 
 
+def build_face(config: PerceptionConfig) -> Any:
+    """The face backend ``config.face_backend`` names."""
+    return _build("face", config.face_backend, config)
+
+
 def build_perceiver(config: PerceptionConfig) -> Perceiver:
     from m3agent.perception.pipeline import Perceiver
 
-    faces = _build("face", config.face_backend, config)
+    faces = build_face(config)
     voices = _build("voice", config.voice_backend, config) if config.voice_backend else None
     asr = _build("asr", config.asr_backend, config) if config.asr_backend else None
     return Perceiver(faces, voices, asr, config)
@@ -91,12 +101,37 @@ def embedder_for_db(config: EmbedderConfig) -> Callable[[dict[str, str]], TextEm
     return factory
 
 
+class SharedEmbedders:
+    """Text embedders for many memories, each built once: DBs written with the same embedder (model, backend,
+    size) share one instance of it, so a process that opens many memories loads each model once. Safe to use
+    from several threads."""
+
+    def __init__(self, config: EmbedderConfig):
+        self._build = embedder_for_db(config)
+        self._built: dict[tuple, TextEmbedder] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, meta: dict[str, str]) -> TextEmbedder:
+        key = (meta.get("embedder"), meta.get("embedder_backend"), meta.get("dim"))
+        with self._lock:
+            if key not in self._built:
+                self._built[key] = self._build(dict(meta))
+            return self._built[key]
+
+    def configured(self) -> TextEmbedder:
+        """The configured embedder: what a new, empty memory is written with."""
+        return self({})
+
+
 def open_memory(path: str | os.PathLike[str], config: Config, *, embedder: TextEmbedder | None = None,
-                create: bool = False, readonly: bool = False) -> MemoryGraph:
-    """Open a memory DB. Without ``embedder``, the one it was written with is built on first use."""
+                embedders: SharedEmbedders | None = None, create: bool = False,
+                readonly: bool = False) -> MemoryGraph:
+    """Open a memory DB with the user's ``memory`` settings. ``embedder``: the one to write and search with;
+    else the one the DB was written with, built on first use (from ``embedders`` where several memories
+    share them)."""
     from m3agent.memory.graph import MemoryGraph
 
-    factory = None if embedder is not None else embedder_for_db(config.embedder)
+    factory = None if embedder is not None else embedders or embedder_for_db(config.embedder)
     return MemoryGraph.open(path, config.memory, embedder=embedder, embedder_factory=factory, create=create,
                             readonly=readonly)
 
@@ -113,7 +148,7 @@ def build_judge(config: JudgeConfig) -> Judge:
 
 def build_rewarder(config: RewardConfig, judge: Judge | None = None) -> Rewarder:
     """The control task's reward, with the judge ``config.judge`` names unless one is given."""
-    from m3agent.train.rewards import Rewarder
+    from m3agent.eval.rewards import Rewarder
 
     return Rewarder(judge if judge is not None else build_judge(config.judge), config)
 
@@ -121,7 +156,8 @@ def build_rewarder(config: RewardConfig, judge: Judge | None = None) -> Rewarder
 def build_env(config: Config, name: str | None = None, **deps: Any) -> Env:
     """Environment ``name`` (default ``train.env``) built from the ``train`` section. ``deps`` are what config
     cannot build: the ``memory`` an episode acts on, or a ``judge``/``rewarder``/``embedder`` shared by many
-    envs; the control settings, the reward and the text embedder come from ``config`` unless given."""
+    envs; the control settings, the reward, the text embedder and the memory settings (``memory_config``, what
+    the memories an env opens itself are opened with) come from ``config`` unless given."""
     from m3agent.envs import EnvError
 
     name = name or config.train.env
@@ -130,6 +166,7 @@ def build_env(config: Config, name: str | None = None, **deps: Any) -> Env:
         "judge": lambda: build_judge(config.train.reward.judge),
         "rewarder": lambda: build_rewarder(config.train.reward, deps.get("judge")),
         "embedder": lambda: build_embedder(config.embedder),
+        "memory_config": lambda: config.memory,
     }
     providers.update({key: (lambda value=value: value) for key, value in deps.items()})
     missing = [need for need in getattr(registry.load_class("env", name), "requires", ()) if need not in providers]

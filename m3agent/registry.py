@@ -3,13 +3,13 @@
 Each kind of backend maps a short name to a ``"module:Class"`` path. Every backend class builds itself
 the same way, ``Class.from_config(section, **deps)``: ``section`` is its kind's part of the config tree
 (see ``CONFIG_SECTION``) and ``deps`` are objects other backends provide (the chat memorizer's chat
-model). Users add their own with :func:`register`, or name a ``module:Class`` directly in the config.
+model). The registry only finds the classes; :mod:`m3agent.factory` builds them. Users add their own with
+:func:`register`, or name a ``module:Class`` directly in the config.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from m3agent.errors import M3AgentError
 
@@ -104,8 +104,3 @@ def load_class(kind: str, name: str) -> type:
         return getattr(module, attr)
     except AttributeError as exc:
         raise UnknownBackendError(f"{target!r} has no attribute {attr!r}") from exc
-
-
-def build(kind: str, name: str, config: Any, **deps: Any) -> Any:
-    """Backend ``name`` of ``kind``, built from its config section (and ``deps``)."""
-    return load_class(kind, name).from_config(config, **deps)

@@ -198,7 +198,7 @@ class Workspace:
     def clip_span(self, memory: str, clip: int) -> tuple[float, float] | None:
         graph = self.graph(memory)
         video = graph.resolve_video(None)
-        spans = graph.store.clip_spans(video.id, [clip])
+        spans = graph.clip_spans(video.id, [clip])
         return spans.get(clip)
 
     def last_clip(self, memory: str) -> int:

@@ -1,4 +1,5 @@
-"""The package's import graph has no cycle: parts never import what composes them.
+"""The package's import graph has no cycle, and its rooms stand on one another: parts never import what
+composes them.
 
 Every ``import`` in every module counts, including those inside functions and ``TYPE_CHECKING`` blocks: a
 lazy import hides a cycle from Python, not from the design.
@@ -107,3 +108,67 @@ def test_memory_parts_never_import_the_facade():
     parts = [n for n in modules if n.startswith("m3agent.memory.") and n != "m3agent.memory.graph"]
     offenders = {n for n in parts if {"m3agent.memory.graph", "m3agent.memory"} & imports_of(n, modules[n], set(modules))}
     assert offenders == set()
+
+
+# ------------------------------------------------------------------------------------------------ rooms
+#: top-level modules grouped into one room; every subpackage is a room of its own
+GROUPS = {
+    **dict.fromkeys(("m3agent", "errors", "config", "registry", "private", "jsonl", "prompts", "shelf", "outfolder",
+                     "resumable", "terminal"), "base"),  # utilities, the config tree, the backend registry
+    **dict.fromkeys(("cli", "__main__", "workspace", "app_guard", "datafolder"), "app"),  # what the user runs
+}
+
+#: the rooms, lowest first. A module imports its own room and rooms of lower levels, never a room of its own
+#: level or above. The factory is the composition root: it may import any room below it, and only the rooms
+#: that compose (training data, jobs, the CLI and the app) import it.
+LEVELS = (
+    ("base",),
+    ("models", "media", "samples"),
+    ("perception", "testing"),  # testing: test helpers that start model servers
+    ("memory",),
+    ("memorize", "memops"),
+    ("control",),
+    ("eval",),  # judges, rewards, benchmarks' data and scoring, MemoryBench systems and corpora
+    ("envs",),
+    ("factory",),
+    ("train", "jobs"),
+    ("app",),
+)
+LEVEL = {room: level for level, rooms in enumerate(LEVELS) for room in rooms}
+
+
+def room_of(module: str) -> str:
+    parts = module.split(".")
+    first = parts[1] if len(parts) > 1 else parts[0]
+    return GROUPS.get(first, first)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``importer -> imported (room level -> room level)`` for every import into another room not below its own."""
+    out = []
+    for name in sorted(graph):
+        here = room_of(name)
+        for target in sorted(graph[name]):
+            there = room_of(target)
+            if there != here and LEVEL[there] >= LEVEL[here]:
+                out.append(f"{name} -> {target} ({here} {LEVEL[here]} -> {there} {LEVEL[there]})")
+    return out
+
+
+def test_finder_sees_an_upward_import():
+    graph = {"m3agent.memory.search": {"m3agent.control.loop", "m3agent.config"}, "m3agent.control.loop": set(),
+             "m3agent.config": set(), "m3agent.jobs.qa": {"m3agent.train.tasks"}, "m3agent.train.tasks": set()}
+    assert upward_imports(graph) == ["m3agent.jobs.qa -> m3agent.train.tasks (jobs 9 -> train 9)",
+                                     "m3agent.memory.search -> m3agent.control.loop (memory 3 -> control 5)"]
+
+
+def test_every_room_has_a_level():
+    rooms = {room_of(name) for name in package_modules()}
+    assert rooms - set(LEVEL) == set(), "place each new room in LEVELS"
+
+
+def test_no_room_imports_one_above_it():
+    modules = package_modules()
+    graph = {name: imports_of(name, path, set(modules)) for name, path in modules.items()}
+    upward = upward_imports(graph)
+    assert not upward, f"{len(upward)} imports go up or sideways between rooms:\n" + "\n".join(upward)

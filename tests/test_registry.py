@@ -1,14 +1,14 @@
 import pytest
 
-from m3agent import registry
+from m3agent import factory, registry
 from m3agent.config import EmbedderConfig
 
 
 def test_backends_are_found_by_name_and_built_from_their_config_section():
     assert "sentence-transformers" in registry.available("embedder")
-    embedder = registry.build("embedder", "hashing", EmbedderConfig(backend="hashing", model="16"))
+    embedder = factory.build_embedder(EmbedderConfig(backend="hashing", model="16"))
     assert embedder.embed(["a b"]).shape == (1, 16)
-    direct = registry.build("embedder", "m3agent.models.embed.hashing:HashingEmbedder", EmbedderConfig(model="8"))
+    direct = factory.build_embedder(EmbedderConfig(backend="m3agent.models.embed.hashing:HashingEmbedder", model="8"))
     assert direct.dim == 8
     with pytest.raises(registry.UnknownBackendError, match="known: hashing, sentence-transformers"):
         registry.load_class("embedder", "nope")
@@ -19,7 +19,7 @@ def test_backends_are_found_by_name_and_built_from_their_config_section():
 def test_a_name_is_registered_once(monkeypatch):
     monkeypatch.setitem(registry._BACKENDS, "embedder", dict(registry._BACKENDS["embedder"]))
     registry.register("embedder", "mine", "m3agent.models.embed.hashing:HashingEmbedder")
-    assert registry.build("embedder", "mine", EmbedderConfig(model="4")).dim == 4
+    assert factory.build_embedder(EmbedderConfig(backend="mine", model="4")).dim == 4
     with pytest.raises(registry.DuplicateBackendError, match="'mine' is already registered"):
         registry.register("embedder", "mine", "other.module:Other")
     with pytest.raises(registry.DuplicateBackendError):

@@ -15,7 +15,7 @@ the same round::
     result.reward, result.info["answer"], result.info["verdict"]
 
 An episode ends when the model answers, or on round ``control.max_rounds`` (H), whose reply is the
-answer whatever its action. Only then is the reward computed (:mod:`m3agent.train.rewards`).
+answer whatever its action. Only then is the reward computed (:mod:`m3agent.eval.rewards`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from m3agent.config import ControlConfig, TrainConfig
 from m3agent.control.protocol import ControlStep, Memory, QuestionState
 from m3agent.control.records import Answer, Question, Round
 from m3agent.envs.base import Env, EnvError, StepResult
+from m3agent.eval.rewards import Episode, Reward, Rewarder
+from m3agent.memory.search import check_before_clip
 from m3agent.models.llm.base import ChatResponse
-from m3agent.train.rewards import Episode, Reward, Rewarder
-from m3agent.train.tasks import clip_number
 
 
 class ControlEnv(Env):
@@ -71,7 +71,8 @@ class ControlEnv(Env):
         to learn from an episode that can only invent."""
         if not isinstance(task, dict) or not str(task.get("question") or "").strip():
             raise EnvError(f"a control task needs a question, got {task!r}")
-        question = Question(str(task["question"]), clip_number(task.get("before_clip")), task.get("video") or None)
+        question = Question(str(task["question"]), check_before_clip(task.get("before_clip"), gaps=True),
+                            task.get("video") or None)
         state = self.control.start(question)
         if state.error:
             raise EnvError(state.error)

@@ -13,7 +13,8 @@ episode's reward is (constants in :class:`m3agent.config.MemoryBuildConfig`)::
 
 so a memory that keeps what is asked in few words beats one that keeps nothing or everything. The judge is
 the training judge (``train.reward.judge``); with the offline one the reward is deterministic and costs no
-model call. Built like every environment, with the text embedder its memories use::
+model call. Built like every environment, with the text embedder its memories use and the user's memory
+settings (``memory``) they are opened with::
 
     env = factory.build_env(config, "memory-build")   # the configured embedder, or embedder=... to share one
 """
@@ -32,7 +33,6 @@ from m3agent.eval.judge import Judge, OfflineJudge
 from m3agent.memops.policy import Chunk, MemoryBuilder, chunks_of
 from m3agent.memops.tools import MemoryTools
 from m3agent.memory.graph import MemoryGraph
-from m3agent.memory.text_sources import text_source
 from m3agent.models.embed.base import TextEmbedder
 
 SOURCE = "stream"  # the text source an episode's memory is built in
@@ -40,12 +40,13 @@ SOURCE = "stream"  # the text source an episode's memory is built in
 
 class MemoryBuildEnv(Env):
     name = "memory-build"
-    requires = ("embedder", "judge")
+    requires = ("embedder", "judge", "memory_config")
 
     def __init__(self, embedder: TextEmbedder, judge: Judge | None = None, config: MemoryBuildConfig | None = None,
-                 workdir: str | None = None):
+                 workdir: str | None = None, memory_config: MemoryConfig | None = None):
         self.embedder, self.judge = embedder, judge or OfflineJudge()
         self.config = config or MemoryBuildConfig()
+        self.memory_config = memory_config or MemoryConfig()  # what each episode's memory is opened with
         self.workdir = workdir  # where episodes' temporary DBs go (None: the system's temporary folder)
         self._messages: list[dict] = []
         self._folder: Path | None = None
@@ -58,9 +59,9 @@ class MemoryBuildEnv(Env):
 
     @classmethod
     def from_config(cls, config: TrainConfig | MemoryBuildConfig, *, embedder: TextEmbedder,
-                    judge: Judge | None = None) -> MemoryBuildEnv:
+                    judge: Judge | None = None, memory_config: MemoryConfig | None = None) -> MemoryBuildEnv:
         section = config.memory_build if isinstance(config, TrainConfig) else config
-        return cls(embedder, judge, section)
+        return cls(embedder, judge, section, memory_config=memory_config)
 
     @property
     def messages(self) -> list[dict]:
@@ -72,8 +73,8 @@ class MemoryBuildEnv(Env):
         chunks, questions = _task(task, self.config.chunk_records)
         self.close()
         self._folder = Path(tempfile.mkdtemp(prefix="m3agent-memory-build-", dir=self.workdir))
-        self.graph = MemoryGraph.open(self._folder / "memory.db", MemoryConfig(), embedder=self.embedder)
-        video_id = text_source(self.graph.store, self.graph.writer, SOURCE)
+        self.graph = MemoryGraph.open(self._folder / "memory.db", self.memory_config, embedder=self.embedder)
+        video_id = self.graph.claim_text_source(SOURCE)
         self.builder = MemoryBuilder(MemoryTools(self.graph, video_id, self.config), self.config)
         self.chunks, self.questions, self.position, self.done = chunks, questions, 0, False
         self._messages = [self.builder.system(), self._observe()]

@@ -5,7 +5,9 @@ M3-Bench is ``{video_id: {video_path, mem_path, qa_list: [{question, answer, que
 timestamp "MM:SS", type: [...], before_clip}]}}`` (web adds ``video_url`` and has no timestamps). The robot
 file says "Multi-Detail Reasoning" for what the paper and the web file call "Multi-Evidence Reasoning"; it is
 counted as the latter. A question asked at ``timestamp`` may see only the clips finished by then:
-``before_clip = floor(seconds / 30) - 1``. A question counts for each of its types.
+``before_clip = floor(seconds / clip_seconds) - 1``. The file cannot know the clip length of the memory a
+question is asked of: it is read with the configured one (30 s by default), and whoever opens the video's
+memory counts again with the length stored there (:func:`timed`). A question counts for each of its types.
 
 VideoMME is a list (JSON, JSON lines or Parquet) of ``{question_id, videoID | video_id, question, options:
 ["A. ...", ...] | {"A": ...}, answer: "A", task_type, duration}``; it is scored by the letter chosen.
@@ -23,6 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from m3agent.config import DEFAULT_CLIP_SECONDS
 from m3agent.errors import M3AgentError
 from m3agent.jsonl import LineError, json_lines, loads, read_text
 
@@ -71,14 +74,57 @@ def timestamp_seconds(text: str) -> float:
     return sum(float(p) * 60**i for i, p in enumerate(reversed(parts)))
 
 
-def before_clip_at(seconds: float, clip_seconds: float = 30.0) -> int:
+def before_clip_at(seconds: float, clip_seconds: float = DEFAULT_CLIP_SECONDS) -> int:
     """The last clip finished at ``seconds`` into the video (-1: none yet)."""
     return math.floor(seconds / clip_seconds) - 1
 
 
+def _early(timestamp: str, clip_seconds: float | None = None) -> str:
+    """The problem of a question asked before the first clip ends (without ``clip_seconds``: its start)."""
+    if clip_seconds is None:
+        return f"asked at {timestamp}, before the first "
+    return (f"asked at {timestamp}, before the first {clip_seconds:g}-second clip ends: "
+            "there is no memory yet to answer from")
+
+
+def _timing(timestamp: str, clip_seconds: float) -> tuple[int | None, str]:
+    """``before_clip`` of a question asked at ``timestamp`` in clips of ``clip_seconds``, and its problem ("":
+    none)."""
+    try:
+        before_clip = before_clip_at(timestamp_seconds(timestamp), clip_seconds)
+    except ValueError as exc:
+        return None, str(exc)
+    return before_clip, _early(timestamp, clip_seconds) if before_clip < 0 else ""
+
+
+def asked_early(item: BenchItem) -> bool:
+    """Whether the item's only problem is being asked before the first clip ends: that depends on the clip
+    length of the memory it is asked of, so it is decided again by :func:`timed`."""
+    return bool(item.timestamp) and item.before_clip is not None and item.before_clip < 0 and \
+        item.problem.startswith(_early(item.timestamp)) and "; " not in item.problem
+
+
+def timed(item: BenchItem, clip_seconds: float) -> BenchItem:
+    """``item`` as asked of a memory cut into clips of ``clip_seconds`` (the length the video's memory stores):
+    ``before_clip`` counted again from its timestamp, and the problem of a question asked before the first
+    clip ends set again. An item without a timestamp (its ``before_clip`` given as a clip number, or none) or
+    with an unreadable one comes back as it is."""
+    if not item.timestamp:
+        return item
+    before_clip, early = _timing(item.timestamp, clip_seconds)
+    if before_clip is None:
+        return item
+    problems = [p for p in item.problem.split("; ") if p and not p.startswith(_early(item.timestamp))]
+    problem = "; ".join(problems + ([early] if early else []))
+    if (before_clip, problem) == (item.before_clip, item.problem):
+        return item
+    return replace(item, before_clip=before_clip, problem=problem)
+
+
 def read_annotations(path: str | Path, *, fmt: str = "auto", evidence: str | Path | None = None,
-                     clip_seconds: float = 30.0) -> list[BenchItem]:
-    """Every question of an M3-Bench or VideoMME file, in file order. ``fmt``: auto, m3bench or videomme."""
+                     clip_seconds: float = DEFAULT_CLIP_SECONDS) -> list[BenchItem]:
+    """Every question of an M3-Bench or VideoMME file, in file order. ``fmt``: auto, m3bench or videomme.
+    ``clip_seconds``: the clip length ``before_clip`` is counted in until a memory says otherwise (:func:`timed`)."""
     path = Path(path)
     data = _load(path)
     if fmt == "auto":
@@ -139,14 +185,9 @@ def _m3_item(video: str, entry: dict, qa: dict, index: int, clip_seconds: float)
     types = tuple(normalize_type(t) for t in ([types] if isinstance(types, str) else types))
     timestamp, before_clip = qa.get("timestamp") or None, qa.get("before_clip")
     if timestamp:
-        try:
-            before_clip = before_clip_at(timestamp_seconds(timestamp), clip_seconds)
-        except ValueError as exc:
-            problems.append(str(exc))
-            before_clip = None
-        if before_clip is not None and before_clip < 0:
-            problems.append(f"asked at {timestamp}, before the first {clip_seconds:g}-second clip ends: "
-                            "there is no memory yet to answer from")
+        before_clip, problem = _timing(timestamp, clip_seconds)
+        if problem:
+            problems.append(problem)
     elif before_clip is not None and (isinstance(before_clip, bool) or not isinstance(before_clip, int)
                                       or before_clip < 0):
         problems.append(f"before_clip {before_clip!r} is not a clip number")

@@ -22,10 +22,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
-from m3agent.eval.annotations import BenchItem
+from m3agent.eval.annotations import BenchItem, asked_early, timed
 from m3agent.eval.judge import Judge, Verdict, choice_prompt, score_choice
 from m3agent.eval.memories import MemoryPlan, plan_memory
 from m3agent.eval.report import Summary, write_report
@@ -33,6 +34,10 @@ from m3agent.media.fingerprint import content_fingerprint
 from m3agent.outfolder import claim, fingerprint, settings, staged
 from m3agent.private import open_private
 from m3agent.resumable import Appender, ResultsFile
+
+if TYPE_CHECKING:
+    from m3agent.control import Controller
+    from m3agent.memory.graph import MemoryGraph
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +76,21 @@ class BenchSetup:
             if name not in self._built:
                 self._built[name] = getattr(self, name)()
             return self._built[name]
+
+    def open_memory(self, path: Path, **kwargs) -> MemoryGraph:
+        """A memory DB opened with the run's settings (:func:`m3agent.factory.open_memory`); the memories of a
+        run share their embedders, so each model loads once whichever video needs it first."""
+        from m3agent.factory import SharedEmbedders, open_memory
+
+        with self._lock:
+            embedders = self._built.setdefault("embedders", SharedEmbedders(self.config.embedder))
+        return open_memory(path, self.config, embedders=embedders, **kwargs)
+
+    def controller(self, graph: MemoryGraph) -> Controller:
+        """The control loop over ``graph`` with the run's control model (:func:`m3agent.factory.build_controller`)."""
+        from m3agent.factory import build_controller
+
+        return build_controller(graph, self.config, self.get("chat"))
 
 
 def results_path(out: str | Path) -> Path:
@@ -192,10 +212,11 @@ def _failed(item: BenchItem, stage: str, reason: str) -> dict:
 
 def _video(video: str, group: list[BenchItem], earlier: dict[str, dict], setup: BenchSetup, writer: _Writer,
            stop: threading.Event) -> None:
-    """All pending questions of one video: bad annotations recorded, answered ones re-judged, the rest asked."""
+    """All pending questions of one video: bad annotations recorded, answered ones re-judged, the rest asked. A
+    question asked before the first clip ends waits for the memory: its clips may be shorter than configured."""
     ask, rejudge = [], []
     for item in group:
-        if item.problem:
+        if item.problem and not asked_early(item):
             writer.write(_failed(item, "annotation", item.problem))
         elif status(earlier.get(item.id), None) != "ask":  # answered: only its verdict is missing or stale
             rejudge.append((item, earlier[item.id]))
@@ -243,7 +264,6 @@ def _prepare(plan: MemoryPlan, setup: BenchSetup) -> str:
 
 def _convert(plan: MemoryPlan, setup: BenchSetup) -> str:
     """Import the pickle into the run's own DB once (a marker records which pickle it holds)."""
-    from m3agent.factory import open_memory
     from m3agent.memory.m3_import import load_m3_pickle
 
     marker = plan.db.with_name(plan.db.name + ".imported.json")
@@ -255,7 +275,7 @@ def _convert(plan: MemoryPlan, setup: BenchSetup) -> str:
         pass
     try:
         source = load_m3_pickle(plan.pickle)
-        with _MEMORIZING, open_memory(plan.db, setup.config, create=True) as graph:
+        with _MEMORIZING, setup.open_memory(plan.db, create=True) as graph:
             stats = graph.import_m3(source, plan.video)
     except M3AgentError as exc:
         return f"cannot use the M3-Agent memory {plan.pickle}: {exc}"
@@ -265,19 +285,18 @@ def _convert(plan: MemoryPlan, setup: BenchSetup) -> str:
 
 
 def _open(plan: MemoryPlan, setup: BenchSetup, item: BenchItem):
-    """The memory, read-only, and the id of this video in it; raises a project error naming the cause."""
-    from m3agent.factory import open_memory
+    """The memory, read-only, and this video in it; raises a project error naming the cause."""
     from m3agent.memory.errors import MemoryStoreError
 
-    graph = open_memory(plan.db, setup.config, readonly=True)
+    graph = setup.open_memory(plan.db, readonly=True)
     try:
         videos = graph.videos()
         if len(videos) == 1:
-            return graph, videos[0].id
+            return graph, videos[0]
         for name in (plan.video, Path(item.video_path).name, Path(item.video_path).stem):
             match = [v for v in videos if name and v.name == name]
             if match:
-                return graph, match[0].id
+                return graph, match[0]
         names = ", ".join(repr(v.name) for v in videos) or "none"
         raise MemoryStoreError(f"{plan.db} holds {len(videos)} videos ({names}), none named {plan.video!r}")
     except BaseException:
@@ -287,17 +306,19 @@ def _open(plan: MemoryPlan, setup: BenchSetup, item: BenchItem):
 
 def _answer(plan: MemoryPlan, items: list[BenchItem], setup: BenchSetup, writer: _Writer,
             stop: threading.Event) -> None:
-    from m3agent.control import Controller, Question
+    from m3agent.control import Question
 
     try:
-        graph, video_id = _open(plan, setup, items[0])
+        graph, video = _open(plan, setup, items[0])
     except M3AgentError as exc:
         for item in items:
             writer.write(_failed(item, "memory", f"cannot open the memory {plan.db}: {exc}"))
         return
+    video_id = video.id
+    items = [timed(item, video.clip_seconds) for item in items]  # in the clips the memory was cut into
     with graph:
         try:
-            controller = Controller(graph, setup.get("chat"), setup.config.control)
+            controller = setup.controller(graph)
         except M3AgentError as exc:  # the control model cannot start: every question says so
             for item in items:
                 writer.write(_failed(item, "answer", f"the control model cannot start: {exc}"))
@@ -308,6 +329,9 @@ def _answer(plan: MemoryPlan, items: list[BenchItem], setup: BenchSetup, writer:
                 return
             group, asked, answered = items[start:start + size], [], []
             for item in group:
+                if item.problem:  # asked before the first clip of this memory ends
+                    writer.write(_failed(item, "annotation", item.problem))
+                    continue
                 try:
                     asked.append((item, Question(choice_prompt(item) if item.multiple_choice else item.question,
                                                  item.before_clip, video_id)))

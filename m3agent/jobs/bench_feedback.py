@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from m3agent.errors import M3AgentError
-from m3agent.eval.annotations import BenchItem
+from m3agent.eval.annotations import BenchItem, timed
 from m3agent.eval.feedback import lesson_text
 from m3agent.eval.judge import choice_prompt
 from m3agent.eval.memorybench.simulator import (
@@ -95,8 +95,7 @@ def working_copy(source: Path, target: Path) -> Path:
 
 def run_with_feedback(items: Sequence[BenchItem], setup: BenchSetup, correction_rate: float | None) -> list[dict]:
     """The "with" pass; returns its records in asking order."""
-    from m3agent.control import Controller, Question
-    from m3agent.factory import open_memory
+    from m3agent.control import Question
 
     out = setup.out / "with"
     private_dir(out)
@@ -115,11 +114,13 @@ def run_with_feedback(items: Sequence[BenchItem], setup: BenchSetup, correction_
             if plan is None:
                 continue
             db = working_copy(plan.db, out / "memories" / plan.db.name)
-            with open_memory(db, setup.config) as graph:
+            with setup.open_memory(db) as graph:
                 videos = graph.videos()
-                video_id = videos[0].id if len(videos) == 1 else graph.resolve_video(plan.video).id
+                stored = videos[0] if len(videos) == 1 else graph.resolve_video(plan.video)
+                video_id = stored.id
+                todo = asking_order([timed(i, stored.clip_seconds) for i in todo])[video]  # in the memory's clips
                 last_clip = graph.clips(video_id)[-1].id if graph.clips(video_id) else 0
-                controller = Controller(graph, setup.get("chat"), setup.config.control)
+                controller = setup.controller(graph)
                 for item in todo:
                     if item.problem:
                         writer.write(_failed(item, "annotation", item.problem))
@@ -153,9 +154,12 @@ class _Collect:
 
 
 def compare(items: Sequence[BenchItem], without: dict[str, dict], with_: dict[str, dict]) -> dict:
-    """Accuracy with and without feedback memory on the later questions and on each video's second half."""
+    """Accuracy with and without feedback memory on the later questions and on each video's second half, in the
+    order the "with" pass asked them (its records carry ``before_clip`` in the clips of each video's memory)."""
+    asked = [dataclasses.replace(i, before_clip=with_[i.id]["before_clip"]) if "before_clip" in with_.get(i.id, {})
+             else i for i in items]
     later, second = [], []
-    for group in asking_order(items).values():
+    for group in asking_order(asked).values():
         later += [i.id for i in group[1:]]
         second += [i.id for i in group[len(group) // 2:]]
 

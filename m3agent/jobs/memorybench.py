@@ -31,10 +31,11 @@ from m3agent.eval.memorybench.datasets import (
 )
 from m3agent.eval.memorybench.drivers import DRIVERS, RUNNERS, Harness, Lived
 from m3agent.eval.memorybench.metrics import micro_mean, min_max
-from m3agent.eval.memorybench.records import MBRecord, load_corpus
+from m3agent.eval.memorybench.records import MBRecord
 from m3agent.eval.memorybench.scoring import score_case
 from m3agent.eval.memorybench.split import split_records
-from m3agent.eval.memorybench.systems import MemorySystem, conversation_of, system_spec
+from m3agent.eval.memorybench.systems import MemorySystem, corpora_for, system_spec
+from m3agent.factory import open_memory
 from m3agent.models.embed.base import TextEmbedder
 from m3agent.models.llm.base import ChatModel
 from m3agent.outfolder import OPERATIONAL, claim, fingerprint, settings, write_text
@@ -93,23 +94,6 @@ def older_run(out: Path) -> bool:
     return True
 
 
-def corpora_for(records: Sequence[MBRecord], corpus_dir: Path | None, notice) -> dict[str, list[dict]]:
-    """The corpus conversations the test cases ask about, from ``corpus_dir/<dataset>.jsonl``."""
-    wanted = sorted({c for r in records if (c := conversation_of(r))})
-    out: dict[str, list[dict]] = {}
-    for name in wanted:
-        path = corpus_dir / f"{name}.jsonl" if corpus_dir else None
-        if path is None or not path.exists():
-            notice(f"no corpus for {name} (looked for {path}); its questions are answered without it")
-            continue
-        rows = [row for convo in load_corpus(path).values() for row in convo]
-        if not rows:
-            notice(f"the corpus {path} is empty; {name}'s questions are answered without it")
-            continue
-        out[name] = rows
-    return out
-
-
 def run_memorybench(records: Sequence[MBRecord], driver: str, setup: MemoryBenchSetup,
                     context: dict | None = None) -> dict:
     if driver not in DRIVERS:
@@ -138,8 +122,8 @@ def run_memorybench(records: Sequence[MBRecord], driver: str, setup: MemoryBench
         for spec in systems:
             db = setup.out / "memories" / f"{spec.name}-{driver}.db"
             private_dir(db.parent)
-            system = MemorySystem.open(spec, db, setup.model("embedder"), top_k=cfg.top_k, lessons=cfg.lessons,
-                                       max_tokens=cfg.max_tokens)
+            graph = open_memory(db, setup.config, embedder=setup.model("embedder"), create=True)
+            system = MemorySystem(spec, graph, top_k=cfg.top_k, lessons=cfg.lessons, max_tokens=cfg.max_tokens)
             try:
                 def evaluate(step: str, system=system, spec=spec) -> None:
                     for record in test:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from m3agent.config import DEFAULT_CLIP_SECONDS
 from m3agent.media.probe import VideoInfo, probe
 
 log = logging.getLogger(__name__)
@@ -343,7 +344,7 @@ class ClipStream:
     duration); ``error``, the decode error; ``next_index``, the index after the last clip given out
     (the clip count of a file whose header gives no duration)."""
 
-    def __init__(self, path: str | os.PathLike[str], clip_seconds: float = 30.0, fps: float = 1.0, *,
+    def __init__(self, path: str | os.PathLike[str], clip_seconds: float = DEFAULT_CLIP_SECONDS, fps: float = 1.0, *,
                  start_clip: int = 0, max_side: int = 1280, info: VideoInfo | None = None, decoder: str = "pyav"):
         if clip_seconds <= 0 or fps <= 0:
             raise ValueError("clip_seconds and fps must be positive")
@@ -427,7 +428,7 @@ class ClipStream:
                 log.warning("%s: decoding stopped at %.1f s: %s", self.path, reached, error)
 
 
-def iter_clips(path: str | os.PathLike[str], clip_seconds: float = 30.0, fps: float = 1.0, *,
+def iter_clips(path: str | os.PathLike[str], clip_seconds: float = DEFAULT_CLIP_SECONDS, fps: float = 1.0, *,
                start_clip: int = 0, max_side: int = 1280, info: VideoInfo | None = None,
                decoder: str = "pyav") -> ClipStream:
     """Clips ``start_clip, start_clip + 1, ...`` in time order (a :class:`ClipStream`); the last one may

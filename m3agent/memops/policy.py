@@ -21,7 +21,7 @@ from m3agent.errors import M3AgentError
 from m3agent.memops.tools import MemoryTools, ParsedReply, ToolResult, format_line, parse_tool_calls
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
-from m3agent.memory.text_sources import TextRecord, parse_record, text_source
+from m3agent.memory.text_sources import TextRecord, parse_record
 from m3agent.models.llm.base import ChatModel
 from m3agent.prompts import load_prompt
 
@@ -148,8 +148,8 @@ def build_memory(chat: ChatModel, graph: MemoryGraph, source: str, records: Iter
     """Let ``chat`` build the memory of text source ``source`` from ``records`` (see the module)."""
     config = config or MemoryBuildConfig()
     started = time.perf_counter()
-    video_id = text_source(graph.store, graph.writer, source)
-    done = list(graph.store.video_meta(video_id).get(DONE_KEY, []))
+    video_id = graph.claim_text_source(source)
+    done = list(graph.video_meta(video_id).get(DONE_KEY, []))
     seen = set(done)
     report = BuildReport(source)
     fresh = []
@@ -165,9 +165,9 @@ def build_memory(chat: ChatModel, graph: MemoryGraph, source: str, records: Iter
     for number, chunk in enumerate(chunks, start=1):
         messages = [builder.system(), builder.observation(chunk, number, len(chunks))]
         reply = chat.chat(messages, max_tokens=config.max_tokens, temperature=config.temperature)
-        builder.act(reply.text, graph.store.last_clip(video_id) + 1)
+        builder.act(reply.text, graph.last_clip(video_id) + 1)
         done += chunk.records
-        graph.store.update_video_meta(video_id, **{DONE_KEY: done})
+        graph.update_video_meta(video_id, **{DONE_KEY: done})
         report.chunks += 1
         if progress is not None:
             progress(len(chunk.records))

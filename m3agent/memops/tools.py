@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from m3agent.config import MemoryBuildConfig
 from m3agent.errors import M3AgentError
 from m3agent.jsonl import LineError, loads
-from m3agent.memory.edits import live_lines, retire_lines
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind, TextNode
 from m3agent.models.llm.base import answer_text
@@ -185,11 +184,11 @@ class MemoryTools:
 
     # ------------------------------------------------------------------ reading
     def core(self) -> str:
-        return str(self.graph.store.video_meta(self.video_id).get(CORE_KEY, ""))
+        return str(self.graph.video_meta(self.video_id).get(CORE_KEY, ""))
 
     def live(self) -> list[TextNode]:
         """The source's semantic and episodic lines that today's memory holds."""
-        return [n for n in self.graph.store.text_nodes(self.video_id) if n.invalidated_at is None]
+        return list(self.graph.live_lines(self.video_id).values())
 
     def counts(self) -> dict[NodeKind, int]:
         return dict(Counter(n.kind for n in self.live()))
@@ -200,7 +199,7 @@ class MemoryTools:
 
     def search(self, query: str, k: int) -> list[dict]:
         """The ``k`` best live lines for ``query`` (empty while the source holds none)."""
-        if self.graph.store.last_clip(self.video_id) < 0 or not query.strip():
+        if self.graph.last_clip(self.video_id) < 0 or not query.strip():
             return []  # nothing written yet: no vectors to search
         return self.graph.search(query, video=self.video_id, lines=k).lines
 
@@ -235,13 +234,13 @@ class MemoryTools:
             return self._insert(call)
         old = self._live(call)
         if call.tool == "delete":
-            retire_lines(self.graph.writer, [old], self.clip)
+            self.graph.retire_lines([old], self.clip)
             return ToolResult(call, True, f"deleted [{old}]")
         node, _ = self._write(call.kind or "", call.text or "", supersedes=old)
         return ToolResult(call, True, f"[{old}] replaced by [{node}]", node=node)
 
     def _live(self, call: ToolCall) -> int:
-        node = live_lines(self.graph.writer, self.video_id, [call.id]).get(call.id)  # type: ignore[list-item]
+        node = self.graph.live_lines(self.video_id, [call.id]).get(call.id)  # type: ignore[list-item]
         if node is None:
             raise ToolCallError(f"memory holds no line [{call.id}] (deleted, replaced, or never written): "
                                 "search to find the ids of stored lines")
@@ -258,9 +257,9 @@ class MemoryTools:
     def _write(self, kind: str, text: str, supersedes: int | None = None) -> tuple[int, bool]:
         """Write one line in the current clip: the id of the line that holds it now, and whether that is
         an existing semantic line the new one reinforced (the writer folds repeated facts)."""
-        clip, writer = self.clip, self.graph.writer
-        with writer.lock, self.graph.store.transaction():  # an update lands whole: new line in, old one retired
-            with self.graph.clip(self.video_id, clip, float(clip), float(clip + 1), append=True) as batch:
+        clip, graph = self.clip, self.graph
+        with graph.editing():  # an update lands whole: new line in, old one retired
+            with graph.clip(self.video_id, clip, float(clip), float(clip + 1), append=True) as batch:
                 if kind == "semantic":
                     line = batch.semantic(text, supersedes=() if supersedes is None else (supersedes,))
                 else:
@@ -268,7 +267,7 @@ class MemoryTools:
             if line in batch.report.reinforced:
                 return batch.report.reinforced[line], True
             if supersedes is not None and kind == "episodic":  # semantic lines supersede as they are written
-                retire_lines(writer, [supersedes], clip, by=line)
+                graph.retire_lines([supersedes], clip, by=line)
         return line, False
 
     def _core(self, call: ToolCall) -> ToolResult:
@@ -282,5 +281,5 @@ class MemoryTools:
         if len(new) > self.config.core_chars:
             raise ToolCallError(f"the core block would hold {len(new)} characters, at most {self.config.core_chars}: "
                                 "update it with a shorter text, or store details as semantic lines")
-        self.graph.store.update_video_meta(self.video_id, **{CORE_KEY: new})
+        self.graph.update_video_meta(self.video_id, **{CORE_KEY: new})
         return ToolResult(call, True, f"core block now {len(new)} characters" if new else "core block emptied")

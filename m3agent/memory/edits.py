@@ -14,9 +14,10 @@ from m3agent.memory.model import TextNode
 from m3agent.memory.writer import MemoryWriter
 
 
-def live_lines(writer: MemoryWriter, video_id: int, node_ids: Sequence[int]) -> dict[int, TextNode]:
-    """The lines among ``node_ids`` that belong to ``video_id`` and are not superseded."""
-    nodes = writer.store.text_nodes(video_id, ids=list(node_ids))
+def live_lines(writer: MemoryWriter, video_id: int, node_ids: Sequence[int] | None = None) -> dict[int, TextNode]:
+    """The lines among ``node_ids`` (None: all its semantic and episodic lines) that belong to ``video_id``
+    and are not superseded, in id order."""
+    nodes = writer.store.text_nodes(video_id, ids=None if node_ids is None else list(node_ids))
     return {n.id: n for n in nodes if n.invalidated_at is None}
 
 

@@ -12,19 +12,21 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from m3agent.config import MemoryConfig
+from m3agent.memory import edits
 from m3agent.memory.characters import CharacterMap, Characters, apart_pairs
 from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError, UnknownEntityError
 from m3agent.memory.export import export_video, inspect_db
 from m3agent.memory.forgetting import forgotten_records
 from m3agent.memory.lexical import LexicalIndex
 from m3agent.memory.m3_import import M3Graph, import_m3_graph
-from m3agent.memory.model import Clip, NodeKind, Video
+from m3agent.memory.model import Clip, NodeKind, TextNode, Video
 from m3agent.memory.search import SearchContext, SearchResult, SeenClips, search_memory
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.text_sources import (
@@ -161,6 +163,36 @@ class MemoryGraph:
     def has_clip(self, video_id: int, clip: int) -> bool:
         return self.writer.has_clip(video_id, clip)
 
+    @contextmanager
+    def editing(self) -> Iterator[None]:
+        """Hold the writer lock and one store transaction for a block: several writes (a line in, the line it
+        replaces retired) land whole or not at all; :meth:`clip` and :meth:`retire_lines` inside join it. When
+        the block fails, what its writes left in this process's caches goes with the rolled-back rows."""
+        try:
+            with self.writer.lock, self.store.transaction():
+                yield
+        except BaseException:
+            self._characters.clear()
+            self._lexical.clear()
+            self.writer.forget_caches()
+            self._vectors.catch_up(ids_removed=True)  # the cached vectors are read again from the store
+            raise
+
+    def retire_lines(self, node_ids: Sequence[int], at_clip: int, by: int | None = None) -> None:
+        """Supersede lines at ``at_clip`` (replaced by line ``by``, or dropped when None), the one edit a
+        memory-building policy makes besides writing (see :mod:`m3agent.memory.edits`)."""
+        edits.retire_lines(self.writer, node_ids, at_clip, by)
+
+    def claim_text_source(self, source: str) -> int:
+        """The id of text source ``source``, created if new; a video's name is refused (its clips are time).
+        Policies and environments build a source's memory one call at a time, so they claim it first."""
+        return text_source(self.store, self.writer, source)
+
+    def update_video_meta(self, video_id: int, **values) -> None:
+        """Merge ``values`` into a video's (or text source's) metadata, in one transaction: a policy keeps its
+        progress and its core block there, beside the lines."""
+        self.store.update_video_meta(video_id, **values)
+
     def fold_entities(self, pairs: Sequence[tuple[int, int]], at_clip: int,
                       evidence: Mapping[int, dict] | None = None) -> dict[int, np.ndarray]:
         """Fold ``(gone, into)`` face or voice node pairs found to be one person (see
@@ -182,8 +214,7 @@ class MemoryGraph:
         ids were forgotten (:meth:`forget`) are not stored again, only counted in the report's ``forgotten``."""
         kind = NodeKind.PROCEDURAL if procedural else NodeKind.EPISODIC
         records = list(records)
-        gone = forgotten_records(self.store, text_source(self.store, self.writer, source), [r.id for r in records],
-                                 procedural)
+        gone = forgotten_records(self.store, self.claim_text_source(source), [r.id for r in records], procedural)
         report = remember_records(self.store, self.writer, self.embed_queries, source,
                                   [r for r in records if r.id not in gone], kind=kind, progress=progress)
         report.forgotten = sum(r.id in gone for r in records)
@@ -207,6 +238,23 @@ class MemoryGraph:
 
     def clips(self, video_id: int) -> list[Clip]:
         return self.store.clips(video_id)
+
+    def clip_spans(self, video_id: int, clip_ids: Iterable[int]) -> dict[int, tuple[float, float]]:
+        """Clip -> its ``(start, end)`` seconds, for the clips asked that exist: where a player seeks to."""
+        return self.store.clip_spans(video_id, clip_ids)
+
+    def last_clip(self, video_id: int) -> int:
+        """The highest clip number of a video or text source, -1 before its first: where the next one goes."""
+        return self.store.last_clip(video_id)
+
+    def video_meta(self, video_id: int) -> dict:
+        """A video's (or text source's) metadata: its kind, and what writers keep beside its lines."""
+        return self.store.video_meta(video_id)
+
+    def live_lines(self, video_id: int, node_ids: Sequence[int] | None = None) -> dict[int, TextNode]:
+        """Id -> line, for the semantic and episodic lines among ``node_ids`` (None: all) of ``video_id`` that
+        today's memory holds (not superseded), in id order: what a policy may still update or delete."""
+        return edits.live_lines(self.writer, video_id, node_ids)
 
     def entity_snapshots(self, kind: NodeKind, video_id: int) -> dict[int, np.ndarray]:
         """The embeddings each face (or voice) node of a video keeps, for identity matching."""
@@ -299,7 +347,7 @@ class MemoryGraph:
         if fix is None:
             raise UnknownEntityError(f"no correction {number} in force for this video (see m3agent characters DB "
                                      "corrections)")
-        with self.writer.lock, self.store.transaction():
+        with self.editing():
             if fix["action"] == "split" and fix["b"] in self.store.node_kinds([fix["b"]]):
                 at = self.store.sightings(video_id).get(fix["b"], [None])[0]
                 self.writer.fold_entities([(fix["b"], fix["a"])], at, {fix["b"]: {"undo of correction": fix["id"]}})

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from m3agent.config import DEFAULT_CLIP_SECONDS
 from m3agent.errors import M3AgentError
 from m3agent.memory.tags import rewrite_tags
 
@@ -356,7 +357,7 @@ class ImportTarget(Protocol):
     """What :func:`import_m3_graph` needs of a memory graph (``MemoryGraph`` has it)."""
 
     def add_video(self, name: str, path: str | None = None, duration: float | None = None,
-                  clip_seconds: float = 30.0, meta: dict | None = None) -> int: ...
+                  clip_seconds: float = DEFAULT_CLIP_SECONDS, meta: dict | None = None) -> int: ...
 
     def has_clip(self, video_id: int, clip: int) -> bool: ...
 
@@ -372,7 +373,7 @@ def _crop_bytes(item: str | bytes) -> bytes | None:
         return None
 
 
-def import_m3_graph(src: M3Graph, graph: ImportTarget, video_name: str, *, clip_seconds: float = 30.0,
+def import_m3_graph(src: M3Graph, graph: ImportTarget, video_name: str, *, clip_seconds: float = DEFAULT_CLIP_SECONDS,
                     video_path: str | None = None) -> dict:
     """Copy a checked M3-Agent graph (from :func:`load_m3_pickle`) into ``graph`` as video ``video_name``.
 

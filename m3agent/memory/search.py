@@ -51,12 +51,13 @@ def check_query(query: str) -> str:
     return query
 
 
-def check_before_clip(value: object) -> int | None:
-    """``before_clip`` as a clip number >= 0, or None (no cut-off); the one rule for the CLI, question files
-    and the library. Whole numbers are accepted as ``3``, ``3.0`` or ``"3"``; a bool, a fraction, a negative
-    number, NaN or infinity is an error rather than an empty result. A number past any clip a DB can hold
-    means what it says: every clip, the same as None."""
-    if value is None:
+def check_before_clip(value: object, *, gaps: bool = False) -> int | None:
+    """``before_clip`` as a clip number >= 0, or None (no cut-off); the one rule for the CLI, question files,
+    training rows, environments and the library. Whole numbers are accepted as ``3``, ``3.0`` or ``"3"``; a
+    bool, a fraction, a negative number, NaN or infinity is an error rather than an empty result. A number past
+    any clip a DB can hold means what it says: every clip, the same as None. ``gaps``: the value comes from a
+    table row (a Parquet column with gaps holds NaN where a row has none), so NaN means None there."""
+    if value is None or (gaps and value != value):  # NaN is the only value not equal to itself
         return None
     number = value
     if isinstance(value, str):

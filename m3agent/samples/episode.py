@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from m3agent.config import DEFAULT_CLIP_SECONDS
 from m3agent.samples.synth import Scene, SceneTiming, build_episode
 
 PEOPLE = {  # person -> (espeak-ng voice, spoken name, photos)
@@ -64,7 +65,7 @@ FIXTURE_QUESTIONS = [
 QUESTIONS = [FIXTURE_QUESTIONS[i].question for i in (0, 2, 4, 10, 8)]  # what `m3agent demo` asks by default
 
 
-def evidence_clips(timings: list[SceneTiming], line: int, clip_seconds: float = 30.0) -> set[int]:
+def evidence_clips(timings: list[SceneTiming], line: int, clip_seconds: float = DEFAULT_CLIP_SECONDS) -> set[int]:
     """Clips that hold any part of SCRIPT line ``line``'s speech."""
     timing = timings[line]  # one timing per SCRIPT scene, in order
     first, last = int(timing.speech_start // clip_seconds), int(max(timing.speech_start, timing.speech_end - 0.5)

@@ -1,10 +1,7 @@
-"""Training the control model with RL (verl, ``pipelines/train``): the reward and the dataset conversion.
+"""Training the control model with RL (verl, ``pipelines/train``): the dataset conversion and what a row asks.
 
-Nothing here imports verl: ``rewards`` scores an episode of :class:`m3agent.envs.control.ControlEnv` with
-the project's judges, and ``dataset`` turns M3-Bench annotations plus memory DBs into the rows verl's
-dataset reads. The verl side (tool, agent loop, reward function, configs) lives in ``pipelines/train``.
+Nothing here imports verl: ``dataset`` turns M3-Bench annotations plus memory DBs (and memory-build tasks) into
+the rows verl's dataset reads, and ``tasks`` reads a row back into an environment's task. Episodes are scored
+by :mod:`m3agent.eval.rewards`, beside the judges. The verl side (tool, agent loop, reward function, configs)
+lives in ``pipelines/train``.
 """
-
-from m3agent.train.rewards import Episode, Reward, Rewarder, final_answer, has_ids
-
-__all__ = ["Episode", "Reward", "Rewarder", "final_answer", "has_ids"]

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 from m3agent.config import Config
 from m3agent.envs.base import Env, EnvError
 from m3agent.errors import M3AgentError
-from m3agent.eval.annotations import BenchItem
+from m3agent.eval.annotations import BenchItem, timed
 from m3agent.eval.memories import plan_memory
 from m3agent.jsonl import read_json_lines
 from m3agent.outfolder import claim, replacing, write_text
@@ -107,7 +107,8 @@ def split_videos(videos: Sequence[str], val_fraction: float, seed: int) -> set[s
 
 def convert(items: Sequence[BenchItem], memories: str | Path, config: Config, *, data_source: str,
             val_fraction: float | None = None, seed: int | None = None) -> Conversion:
-    """Rows for ``items`` whose memory is in ``memories`` (``VIDEO.db``, see :mod:`m3agent.eval.memories`)."""
+    """Rows for ``items`` whose memory is in ``memories`` (``VIDEO.db``, see :mod:`m3agent.eval.memories`); each
+    question's ``before_clip`` counted in the clips its video's memory was cut into."""
     from m3agent.factory import build_env
 
     val_fraction = config.train.val_fraction if val_fraction is None else val_fraction
@@ -125,8 +126,10 @@ def convert(items: Sequence[BenchItem], memories: str | Path, config: Config, *,
                 out.skipped[problem[0]] += len(group)
                 out.problems.append({"video": video, "reason": problem[1]})
                 continue
-            env = build_env(config, "control", memory=shelf.get(db), rewarder=None)  # prompts only: no judge
-            for item in group:
+            graph = shelf.get(db)
+            env = build_env(config, "control", memory=graph, rewarder=None)  # prompts only: no judge
+            clip_seconds = graph.resolve_video(video_name).clip_seconds  # what the memory's clips are, not the config
+            for item in (timed(i, clip_seconds) for i in group):
                 reason = _unusable(item)
                 row = None if reason else _row(item, env, db, video_name, data_source, out)
                 if reason:
@@ -300,8 +303,7 @@ def memorybench_tasks(data: str | Path, notice=lambda text: None) -> list[dict]:
     conversation without its corpus."""
     from m3agent.eval.memorybench.datasets import UnknownDatasetError
     from m3agent.eval.memorybench.records import load_records
-    from m3agent.eval.memorybench.systems import conversation_of
-    from m3agent.jobs.memorybench import corpora_for
+    from m3agent.eval.memorybench.systems import conversation_of, corpora_for
 
     root = Path(data)
     asked: dict[str, list[dict]] = {}

@@ -14,22 +14,17 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from m3agent.config import Config
+from m3agent.factory import SharedEmbedders, open_memory
 from m3agent.memory.errors import MemoryStoreError
 from m3agent.shelf import Shelf
 
 if TYPE_CHECKING:
     from m3agent.memory.graph import MemoryGraph
+    from m3agent.models.embed.base import TextEmbedder
 
 AGENT_NAME = "m3agent_control"  # the verl agent loop rows are routed to (pipelines/train/agent_loop.py)
 MEMORY_BUILD_AGENT = "m3agent_memory_build"  # the same loop driving the memory-build env
 TOOL_NAME = "memory_search"  # the verl tool's function name (pipelines/train/config/tool_config.yaml)
-
-
-def clip_number(value: Any) -> int | None:
-    """``before_clip`` as rows carry it: an int, or None/NaN (a Parquet column with gaps) for all clips."""
-    if value is None or value != value:  # NaN
-        return None
-    return int(value)
 
 
 def task_of(extra_info: Mapping[str, Any], ground_truth: str | None = None) -> dict[str, Any]:
@@ -67,21 +62,16 @@ class MemoryShelf:
     handed out, so rollouts searching it from several threads only ever read it."""
 
     def __init__(self, config: Config):
-        from m3agent.factory import embedder_for_db
-
         self.config = config
-        self._lock = threading.Lock()  # opening graphs, building embedders
+        self._lock = threading.Lock()  # opening graphs
         self._graphs: Shelf[str, MemoryGraph] = Shelf(self._open, closer=lambda graph: graph.close(), lock=self._lock)
-        self._embedders: dict[tuple, Any] = {}
-        self._build_embedder = embedder_for_db(config.embedder)
+        self._embedders = SharedEmbedders(config.embedder)
 
     def get(self, path: str | Path) -> MemoryGraph:
         return self._graphs.get(str(Path(path).resolve()))
 
     def _open(self, path: str) -> MemoryGraph:
-        from m3agent.memory.graph import MemoryGraph
-
-        graph = MemoryGraph.open(path, self.config.memory, embedder_factory=self._embedder, readonly=True)
+        graph = open_memory(path, self.config, embedders=self._embedders, readonly=True)
         try:
             graph.embedder_required()
             graph.vectors  # noqa: B018  (loads the vectors now, under the lock)
@@ -90,17 +80,10 @@ class MemoryShelf:
             raise
         return graph
 
-    def embedder(self):
+    def embedder(self) -> TextEmbedder:
         """The configured text embedder, built once per process: what the memory-build env's fresh memories
         are written with (an empty DB records no embedder of its own)."""
-        with self._lock:
-            return self._embedder({})
-
-    def _embedder(self, meta: Mapping[str, str]):
-        key = (meta.get("embedder"), meta.get("embedder_backend"), meta.get("dim"))
-        if key not in self._embedders:
-            self._embedders[key] = self._build_embedder(dict(meta))
-        return self._embedders[key]
+        return self._embedders.configured()
 
     def close(self) -> None:
         self._graphs.close()

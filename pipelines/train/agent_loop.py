@@ -15,7 +15,7 @@ another with ``extra_info["env"]``:
   are the next chunk with the memory around it.
 
 The reward is computed by the env when the episode ends (control: judge correctness plus the configured
-shaping, :mod:`m3agent.train.rewards`; memory-build: held-out QA accuracy less the memory-size and format
+shaping, :mod:`m3agent.eval.rewards`; memory-build: held-out QA accuracy less the memory-size and format
 penalties) and returned as ``AgentLoopOutput.reward_score``: verl then writes it into ``rm_scores`` itself
 and calls no reward function for these rows. ``extra_fields["reward_extra_info"]`` carries the reward's parts
 to verl's metrics, the same keys for every row of one environment (verl takes a batch's keys from its first

@@ -4,7 +4,7 @@ Rows run by the ``m3agent_control`` agent loop already carry their reward (the e
 shaping term) and never reach this function. verl loads it by path: the repository root must be on
 ``PYTHONPATH`` (``launch.sh`` sets it). It serves the other ways verl may score a row: the built-in
 ``tool_agent`` loop with ``search_tool.py``, a single-turn baseline, or a re-scoring of saved rollouts.
-From the decoded response it takes the last answer (:func:`m3agent.train.rewards.final_answer`), replaces
+From the decoded response it takes the last answer (:func:`m3agent.eval.rewards.final_answer`), replaces
 character ids by the names the row's memory knows (as ``m3agent ask`` does), and judges it against the
 ground truth with ``train.reward.judge``. Of the shaping only ``id_penalty`` applies here: the rounds and
 their formats are not recoverable from the text alone.
@@ -25,8 +25,8 @@ from typing import Any
 
 from m3agent.control.protocol import ControlStep
 from m3agent.errors import M3AgentError
-from m3agent.train.rewards import Episode, final_answer
-from m3agent.train.tasks import clip_number
+from m3agent.eval.rewards import Episode, final_answer
+from m3agent.memory.search import check_before_clip
 from pipelines.train.runtime import runtime
 
 
@@ -49,7 +49,7 @@ def _named(answer: str, extra_info: dict, rt) -> str:
     try:
         graph = rt.shelf.get(extra_info["memory"])
         video = graph.resolve_video(extra_info.get("video") or None)
-        before_clip = clip_number(extra_info.get("before_clip"))
+        before_clip = check_before_clip(extra_info.get("before_clip"), gaps=True)
         return ControlStep(graph, rt.config.control).namer(video.id, before_clip)(answer)
     except M3AgentError:
         return answer

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from m3agent.config import Config, load_config
+from m3agent.eval.rewards import Rewarder
 from m3agent.factory import build_rewarder
-from m3agent.train.rewards import Rewarder
 from m3agent.train.tasks import MemoryShelf
 
 

@@ -26,7 +26,8 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from m3agent.control.protocol import ControlStep, QuestionState
 from m3agent.control.records import Question, Round
 from m3agent.errors import M3AgentError
-from m3agent.train.tasks import TOOL_NAME, clip_number
+from m3agent.memory.search import check_before_clip
+from m3agent.train.tasks import TOOL_NAME
 from pipelines.train.runtime import runtime
 
 SEEN_ATTR = "m3agent_seen_clips"  # where a trajectory's shown clips live on verl's agent_data
@@ -63,7 +64,7 @@ class MemorySearchTool(BaseTool):
         spec = kwargs.get("create_kwargs", kwargs)
         step = ControlStep(self.runtime.shelf.get(spec["memory"]), self.control)
         question = Question(str(spec.get("question") or "(a question about the video)"),
-                            clip_number(spec.get("before_clip")), spec.get("video") or None)
+                            check_before_clip(spec.get("before_clip"), gaps=True), spec.get("video") or None)
         state = step.start(question)
         if state.error:
             raise M3AgentError(state.error)

@@ -7,9 +7,9 @@ from m3agent.control import KNOWLEDGE_PREFIX, Controller
 from m3agent.envs import EnvError
 from m3agent.envs.control import ControlEnv
 from m3agent.eval.judge import OfflineJudge
+from m3agent.eval.rewards import Rewarder
 from m3agent.factory import build_env
 from m3agent.models.llm.scripted import ScriptedChat
-from m3agent.train.rewards import Rewarder
 
 M3 = ControlConfig(seed_search=False)  # M3-Agent's protocol: the model makes every search
 

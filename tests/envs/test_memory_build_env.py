@@ -162,3 +162,17 @@ def test_the_factory_builds_the_configured_embedder_when_none_is_given(tmp_path)
     assert isinstance(env.embedder, HashingEmbedder) and env.embedder.name == "hashing-256"
     env.workdir = str(tmp_path)
     assert play(env, keep_answers).info["accuracy"] == 1.0
+
+
+def test_the_users_memory_settings_reach_the_episode_memory(tmp_path):
+    from m3agent import factory
+
+    config = load_config(overrides=["embedder.backend=hashing", "embedder.model=256", "memory.search.top_k=7",
+                                    "memory.index.ann_threshold=123"])
+    env = factory.build_env(config, "memory-build", judge=None)
+    env.workdir = str(tmp_path)
+    try:
+        env.reset(TASK)
+        assert env.graph.config == config.memory and env.graph.config.search.top_k == 7
+    finally:
+        env.close()

@@ -8,8 +8,10 @@ import pytest
 from m3agent.eval.annotations import (
     M3_TYPES,
     AnnotationError,
+    asked_early,
     before_clip_at,
     read_annotations,
+    timed,
     timestamp_seconds,
 )
 from tests.data import M3BENCH
@@ -70,6 +72,24 @@ def test_bad_questions_keep_their_reason_and_the_rest_is_read(tmp_path):
     assert "not MM:SS" in q2.problem and "no question text" in q3.problem
     assert not q4.problem and q4.before_clip == 3 and q4.types == ("Multi-Evidence Reasoning",)
 
+
+
+def test_a_memorys_own_clip_length_counts_the_clips_again(tmp_path):
+    path = _m3(tmp_path, [
+        {"question": "Early?", "answer": "x", "question_id": "q1", "timestamp": "00:12"},
+        {"question": "", "answer": "x", "question_id": "q2", "timestamp": "00:12"},
+        {"question": "Later?", "answer": "x", "question_id": "q3", "timestamp": "01:05"},
+        {"question": "Odd time?", "answer": "x", "question_id": "q4", "timestamp": "soon"},
+        {"question": "Given?", "answer": "x", "question_id": "q5", "before_clip": 3},
+    ])
+    q1, q2, q3, q4, q5 = read_annotations(path)  # 30-second clips
+    assert asked_early(q1) and not asked_early(q2) and not asked_early(q3) and not asked_early(q4)
+    ten = timed(q1, 10.0)
+    assert (ten.before_clip, ten.problem) == (0, "") and timed(ten, 30.0) == q1  # and back
+    assert timed(q2, 10.0).problem == "the annotation has no question text" and timed(q2, 10.0).before_clip == 0
+    assert timed(q3, 10.0).before_clip == 5 and q3.before_clip == 1 and timed(q3, 30.0) is q3
+    assert timed(q4, 10.0) is q4 and timed(q5, 10.0) is q5  # no readable time: nothing to count again
+    assert "before the first 90-second clip ends" in timed(q3, 90.0).problem and timed(q3, 90.0).before_clip == -1
 
 def test_evidence_sidecar_is_read_beside_the_file(tmp_path):
     path = _m3(tmp_path, [{"question": "Where?", "answer": "x", "question_id": "q1", "type": []}])

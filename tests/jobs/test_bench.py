@@ -318,3 +318,30 @@ def test_out_onto_a_file_or_under_one_is_one_line(tmp_path, kitchen, capsys):
     assert cli_bench(tmp_path, path, "file") == 2 and "is a file, not a folder" in one_error_line(capsys)
     assert cli_bench(tmp_path, path, "file/out") == 2 and "cannot write into --out" in one_error_line(capsys)
     assert (tmp_path / "file").read_text() == "data"
+
+
+def ten_second_memory(path, embedder, name="short"):
+    """A video memorized in 10-second clips (not the configured 30): clip k covers seconds 10k to 10k + 10."""
+    from m3agent.memory import MemoryGraph
+
+    with MemoryGraph.open(path, embedder=embedder) as graph:
+        video = graph.add_video(name, duration=60.0, clip_seconds=10.0)
+        for clip in range(6):
+            with graph.clip(video, clip, 10.0 * clip, 10.0 * clip + 10) as batch:
+                batch.episodic(f"In second {10 * clip} Bob plays guitar on the sofa")
+
+
+def test_before_clip_counts_the_clips_of_the_videos_own_memory(tmp_path, embedder):
+    """The annotation's time becomes a clip number in the memory's own clip length, not the configured one."""
+    (tmp_path / "memories").mkdir()
+    ten_second_memory(tmp_path / "memories" / "short.db", embedder)
+    questions = [("Who plays guitar on the sofa?", "Bob", ["Person Understanding"], "00:45"),
+                 ("Who plays guitar early on?", "Bob", ["Person Understanding"], "00:15")]
+    config = Config(control=ControlConfig(batch_size=2))
+    config = Config(control=config.control, embedder=config.embedder.__class__(backend="hashing", model="512"))
+    setup, chat = setup_for(tmp_path, chat=ScriptedChat(lambda m: "Action: [Answer]\nContent: Bob"), config=config)
+    run_bench(read_annotations(annotations(tmp_path, videos=("short",), questions=questions)), setup)
+    records = load_results(tmp_path / "out")
+    assert records["short_Q01"]["before_clip"] == 3  # 45 s: clips 0-3 are over (30-second clips: only clip 0)
+    assert set(records["short_Q01"]["clips"]) <= {0, 1, 2, 3}
+    assert records["short_Q02"]["before_clip"] == 0 and not records["short_Q02"]["error"]  # 15 s: clip 0 is over

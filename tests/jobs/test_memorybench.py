@@ -160,3 +160,14 @@ def test_the_run_folder_is_ours_or_refused_untouched(tmp_path):
     setup, chats = make_setup(tmp_path / "ours", **{"bench.memorybench.systems": "bm25-m,core"})
     setup.data = fingerprint(records)  # what the CLI says: records read, of which --datasets takes a part
     run_memorybench(records[:-1], "off-policy", setup)  # the same data: another system joins
+
+
+def test_the_users_memory_settings_reach_every_systems_memory(tmp_path, monkeypatch):
+    from m3agent.eval.memorybench.systems import MemorySystem
+
+    seen = []
+    close = MemorySystem.close
+    monkeypatch.setattr(MemorySystem, "close", lambda self: (seen.append(self.graph.config), close(self)))
+    setup, _ = make_setup(tmp_path, **{"memory.search.top_k": 7, "memory.index.ann_threshold": 123})
+    run_memorybench(load_records(FIXTURE / "records.jsonl"), "off-policy", setup)
+    assert len(seen) == 5 and all(c == setup.config.memory and c.search.top_k == 7 for c in seen)

@@ -143,25 +143,22 @@ def test_core_block_insert_update_delete_and_its_limit(tools):
 
 def test_search_of_an_empty_source_finds_nothing(db_path, embedder):
     from m3agent.memory import MemoryGraph
-    from m3agent.memory.text_sources import text_source
 
     with MemoryGraph.open(db_path, embedder=embedder) as graph:
-        tools = MemoryTools(graph, text_source(graph.store, graph.writer, "empty"))
+        tools = MemoryTools(graph, graph.claim_text_source("empty"))
         [result] = run(tools, '{"tool": "search", "query": "anything"}')
         assert result.ok and result.hits == [] and result.message == "nothing stored matches"
         assert tools.recall("anything", 5) == ""
 
 
 def test_an_episodic_update_lands_whole_or_not_at_all(tools, kitchen, monkeypatch):
-    import m3agent.memops.tools as module
-
     pasta = next(n.id for n in kitchen.store.text_nodes(kitchen.video, kind=NodeKind.EPISODIC) if "pasta" in n.text)
     before = kitchen.store.next_node_id()
 
     def crash(*args, **kwargs):
         raise RuntimeError("killed between the two writes")
 
-    monkeypatch.setattr(module, "retire_lines", crash)
+    monkeypatch.setattr(kitchen, "retire_lines", crash)  # the retirement, inside the graph's editing()
     with pytest.raises(RuntimeError):
         run(tools, f'{{"tool": "update", "kind": "episodic", "id": {pasta}, "text": "Bob cooks risotto"}}')
     assert kitchen.store.next_node_id() == before  # the new line was rolled back with the failed retirement

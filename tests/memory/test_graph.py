@@ -81,3 +81,45 @@ def test_forget_removes_every_trace_from_the_file(kitchen, db_path):
     assert b"BOBCROP" in blob and b"plays guitar" in blob  # others are untouched
     with pytest.raises(UnknownEntityError):
         MemoryGraph.open(db_path).forget(1, f"character_{a}")
+
+
+def test_the_graph_door_serves_what_a_policy_needs(kitchen):
+    """The operations code outside the memory package uses instead of the graph's store and writer."""
+    from m3agent.memory.text_sources import NotATextSourceError
+
+    source = kitchen.claim_text_source("  notes ")
+    assert kitchen.claim_text_source("notes") == source != kitchen.video  # claimed once, found after
+    with pytest.raises(NotATextSourceError):
+        kitchen.claim_text_source("kitchen")  # a video's name
+    assert kitchen.last_clip(source) == -1 and kitchen.last_clip(kitchen.video) == 3
+    assert kitchen.clip_spans(kitchen.video, [1, 9]) == {1: (30.0, 60.0)}
+    kitchen.update_video_meta(source, core="Alice is a nurse.")
+    assert kitchen.video_meta(source) == {"kind": "text", "core": "Alice is a nurse."}
+    live = kitchen.live_lines(kitchen.video)
+    assert kitchen.ids["fridge_full"] not in live and kitchen.ids["fridge_empty"] in live  # superseded: gone
+    assert list(live) == sorted(live)
+    assert kitchen.live_lines(kitchen.video, [kitchen.ids["fridge_full"], kitchen.ids["alice_name"]]) == {
+        kitchen.ids["alice_name"]: live[kitchen.ids["alice_name"]]}
+    kitchen.retire_lines([kitchen.ids["alice_name"]], 3)
+    assert kitchen.ids["alice_name"] not in kitchen.live_lines(kitchen.video)
+    assert kitchen.store.text_nodes(kitchen.video, ids=[kitchen.ids["alice_name"]])[0].invalidated_at == 3
+
+
+def test_an_edit_lands_whole_or_not_at_all(kitchen):
+    before = kitchen.store.next_node_id()
+    with pytest.raises(RuntimeError), kitchen.editing():
+        with kitchen.clip(kitchen.video, 3, 90.0, 120.0, append=True) as batch:
+            batch.semantic("Bob likes risotto")
+        raise RuntimeError("killed before the edit ends")
+    assert kitchen.store.next_node_id() == before  # the clip's commit joined the edit's transaction: rolled back
+    assert not any("risotto" in n.text for n in kitchen.live_lines(kitchen.video).values())
+
+
+def test_a_failed_edit_leaves_no_retired_line_behind_in_the_caches(kitchen):
+    fridge = kitchen.ids["fridge_empty"]
+    assert any("fridge is empty" in t for c in kitchen.search("fridge empty", video=kitchen.video).clips for t in c.lines)
+    with pytest.raises(RuntimeError), kitchen.editing():
+        kitchen.retire_lines([fridge], 3)
+        raise RuntimeError("killed before the edit ends")
+    assert fridge in kitchen.live_lines(kitchen.video)
+    assert any("fridge is empty" in t for c in kitchen.search("fridge empty", video=kitchen.video).clips for t in c.lines)

@@ -89,9 +89,10 @@ def test_a_cut_or_a_moving_camera_searches_the_whole_frame():
 @pytest.fixture(scope="module")
 def retina():
     from m3agent.config import load_config
-    from m3agent.registry import build
+    from m3agent.factory import build_face
 
-    return build("face", "retinaface", load_config().memorize.perception)
+    config = load_config(overrides=["memorize.perception.face_backend=retinaface"])
+    return build_face(config.memorize.perception)
 
 
 @pytest.mark.models

@@ -30,9 +30,10 @@ def test_nms_priors_and_the_dlib_square():
 
 @pytest.fixture(scope="module")
 def retina():
-    from m3agent.registry import build
+    from m3agent.factory import build_face
 
-    return build("face", "retinaface", load_config().memorize.perception)
+    config = load_config(overrides=["memorize.perception.face_backend=retinaface"])
+    return build_face(config.memorize.perception)
 
 
 @pytest.fixture(scope="module")

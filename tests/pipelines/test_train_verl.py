@@ -331,7 +331,7 @@ def test_nothing_in_m3agent_imports_verl():
     import subprocess
     import sys
 
-    code = ("import sys, m3agent.cli, m3agent.envs.control, m3agent.train.dataset, m3agent.train.rewards; "
+    code = ("import sys, m3agent.cli, m3agent.envs.control, m3agent.train.dataset, m3agent.eval.rewards; "
             "print('verl' in sys.modules)")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)

@@ -257,3 +257,19 @@ def test_a_bench_run_folder_is_not_a_dataset_folder(tmp_path, capsys):
     claim(tmp_path / "bench", "bench m3", {"annotation questions": "x"})
     assert cli_tasks(tmp_path, tmp_path / "bench") == 2
     assert "holds a run of m3agent bench m3, not of m3agent train-data" in one_error_line(capsys)
+
+
+def test_before_clip_counts_the_clips_of_the_videos_own_memory(tmp_path, embedder):
+    """A memory cut into 10-second clips: a question at 00:45 may see clips 0-3, whatever the configured length."""
+    from tests.jobs.test_bench import ten_second_memory
+
+    (tmp_path / "memories").mkdir()
+    ten_second_memory(tmp_path / "memories" / "short.db", embedder)
+    path = tmp_path / "robot.json"
+    path.write_text(json.dumps({"short": {"video_path": "videos/short.mp4", "qa_list": [
+        {"question": "Who plays guitar?", "answer": "Bob", "question_id": "q1", "timestamp": "00:45"},
+        {"question": "Who plays early?", "answer": "Bob", "question_id": "q2", "timestamp": "00:15"}]}}))
+    build_dataset(path, tmp_path / "memories", tmp_path / "out", Config(), val_fraction=0.0)
+    rows = {r["extra_info"]["question_id"]: r["extra_info"] for r in pq.read_table(tmp_path / "out" / "train.parquet").to_pylist()}
+    assert rows["q1"]["before_clip"] == 3 and rows["q1"]["tools_kwargs"][TOOL_NAME]["create_kwargs"]["before_clip"] == 3
+    assert rows["q2"]["before_clip"] == 0  # 15 s: clip 0 is over (30-second clips: none yet)

@@ -9,17 +9,16 @@ dialog) as one line, ranked by BM25 alone or by the vectors alone.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from m3agent.errors import M3AgentError
 from m3agent.eval.memorybench.datasets import dataset_info
-from m3agent.eval.memorybench.records import MBRecord
+from m3agent.eval.memorybench.records import MBRecord, load_corpus
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
 from m3agent.memory.text_sources import TextRecord
-from m3agent.models.embed.base import TextEmbedder
 from m3agent.models.llm.base import ChatModel
 
 DIALOGS = "dialogs"  # the text source of what the system lived through (training dialogs with feedback)
@@ -68,16 +67,31 @@ def conversation_of(record: MBRecord) -> str | None:
     return record.dataset
 
 
+def corpora_for(records: Sequence[MBRecord], corpus_dir: Path | None, notice) -> dict[str, list[dict]]:
+    """The corpus conversations the test cases ask about, from ``corpus_dir/<dataset>.jsonl``."""
+    wanted = sorted({c for r in records if (c := conversation_of(r))})
+    out: dict[str, list[dict]] = {}
+    for name in wanted:
+        path = corpus_dir / f"{name}.jsonl" if corpus_dir else None
+        if path is None or not path.exists():
+            notice(f"no corpus for {name} (looked for {path}); its questions are answered without it")
+            continue
+        rows = [row for convo in load_corpus(path).values() for row in convo]
+        if not rows:
+            notice(f"the corpus {path} is empty; {name}'s questions are answered without it")
+            continue
+        out[name] = rows
+    return out
+
+
 class MemorySystem:
-    """One system under test over its own memory DB: learn (corpus, dialogs, feedback), then answer."""
+    """One system under test over its own memory DB: learn (corpus, dialogs, feedback), then answer. The graph
+    comes opened from the caller (:func:`m3agent.factory.open_memory`, with the user's memory settings); the
+    system closes it."""
 
     def __init__(self, spec: SystemSpec, graph: MemoryGraph, *, top_k: int = 5, lessons: int = 3,
                  max_tokens: int = 512):
         self.spec, self.graph, self.top_k, self.lessons, self.max_tokens = spec, graph, top_k, lessons, max_tokens
-
-    @classmethod
-    def open(cls, spec: SystemSpec, path: str | os.PathLike[str], embedder: TextEmbedder, **kwargs) -> MemorySystem:
-        return cls(spec, MemoryGraph.open(path, embedder=embedder), **kwargs)
 
     def close(self) -> None:
         self.graph.close()

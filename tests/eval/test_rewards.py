@@ -5,8 +5,8 @@ import pytest
 from m3agent.config import ChatConfig, JudgeConfig, RewardConfig
 from m3agent.control.records import Round
 from m3agent.eval.judge import ChatJudge, OfflineJudge
+from m3agent.eval.rewards import Episode, Rewarder, final_answer, has_ids
 from m3agent.models.llm.scripted import ScriptedChat
-from m3agent.train.rewards import Episode, Rewarder, final_answer, has_ids
 
 SHAPED = RewardConfig(id_penalty=0.3, malformed_penalty=0.1, round_cost=0.05)
 
