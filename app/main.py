@@ -10,9 +10,10 @@ import io
 import os
 from collections.abc import Sequence
 
-from m3agent.app_guard import WILDCARDS, AppGuard, in_cache, served_as
+from m3agent.workspace.guard import WILDCARDS, AppGuard, in_cache, served_as
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
+from m3agent.media.clock import clock
 from m3agent.workspace import APP_CHAT_BACKENDS, ChatChoice, Workspace
 
 CSS = """
@@ -23,12 +24,6 @@ CSS = """
 #corrections {padding: 8px;}
 #jobs progress {width: 100%; height: 14px;}
 """
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
-        f"{seconds // 60:02d}:{seconds % 60:02d}"
 
 
 def _jobs_html(statuses) -> str:
@@ -55,7 +50,7 @@ def _trace_markdown(answer: dict) -> str:
             model_round += 1
         label = f"Round {model_round}" if step["by"] == "model" else "Before round 1 (the question itself)"
         if step["action"] == "search":
-            hits = ", ".join(f"clip {h['clip']} ({_clock(h['start'])}–{_clock(h['end'])}, score {h['score']:.2f})"
+            hits = ", ".join(f"clip {h['clip']} ({clock(h['start'])}–{clock(h['end'])}, score {h['score']:.2f})"
                              for h in step["hits"]) or "nothing new"
             lines.append(f"**{label}** — search `{step['content']}` → {hits}")
         else:
@@ -273,7 +268,7 @@ def build_app(workspace: Workspace):
                             return
                         for clip in clips:
                             with gr.Group(elem_classes=["timeline-clip"]):
-                                button = gr.Button(f"▶ clip {clip.clip}  {_clock(clip.start)}–{_clock(clip.end)}", size="sm",
+                                button = gr.Button(f"▶ clip {clip.clip}  {clock(clip.start)}–{clock(clip.end)}", size="sm",
                                                    elem_classes=["clip-link"])
                                 button.click(lambda n=name, c=clip.clip: player_at(n, c), None, player)
                                 gr.Markdown(_timeline_markdown(clip))
@@ -294,7 +289,7 @@ def build_app(workspace: Workspace):
                         gr.Markdown("**Evidence** (click to watch):")
                         for item in answer["evidence"]:
                             with gr.Row():
-                                button = gr.Button(f"▶ clip {item['clip']} ({_clock(item['start'])}–{_clock(item['end'])})",
+                                button = gr.Button(f"▶ clip {item['clip']} ({clock(item['start'])}–{clock(item['end'])})",
                                                    size="sm", elem_classes=["evidence-clip"], scale=0, min_width=200)
                                 button.click(lambda n=answer["memory"], c=item["clip"]: player_at(n, c), None, player)
                                 gr.Markdown(_escape(item.get("line", "")))

@@ -8,6 +8,14 @@ parts. A detection is a hit when its box and the face's box each hold the other'
 detection, on these frames or on face-free frames, is a false hit. For the detectors that embed (dlib's
 descriptor), "recognized" counts the hits whose embedding lies within the backend's same-person distance of the
 same face's embedding in the full-size photo.
+
+Identity: the hits of each face size (and of all sizes together) are grouped into nodes the way memorization
+groups one clip's faces (``m3agent.perception.identity.cluster`` under the backend's same-person distance), and
+scored as ``bench/perf_identity.py`` scores nodes (``bench/identity_scores.py``): merges, nodes holding two or more
+people (the costly error; 0 is the goal), apart from nodes a person, the mean number of nodes each person found is
+in (1.0 is ideal; above 1, a split). Only the faces of photos showing one person, named by the photo's file
+(``PEOPLE``), are grouped and scored; the photos with several people do not record which face is whom, and the
+group photo names nobody: not scored.
 """
 
 from __future__ import annotations
@@ -32,6 +40,19 @@ FRAME = (720, 1280)  # height, width
 MARGIN = 0.45  # context kept around a face, per side, as a fraction of its box
 PER_FRAME = 8
 FACE_FREE_FRAMES = 4
+# who each photo showing one person shows (the photos' files name them, tests/data/README.md); the photos with
+# several people (test_obama_and_biden.jpg, two_people.jpg, kit_with_rose.jpg) do not say which face is whom
+PEOPLE = {
+    "obama": ("obama.jpg", "obama2.jpg", "obama-480p.jpg", "obama-720p.jpg", "obama1.jpg", "obama3.jpg",
+              "obama_small.jpg", "obama_partial_face.jpg"),
+    "biden": ("biden.jpg", "train_biden_biden2.jpg"),
+    "rose_leslie": ("train_rose_leslie_img1.jpg", "train_rose_leslie_img2.jpg"),
+    "alex_lacamoire": ("alex-lacamoire.png", "train_alex_lacamoire_img1.jpg", "alex_lacamoire1.jpg"),
+    "lin-manuel-miranda": ("lin-manuel-miranda.png",),
+    "johnsnow": ("test_johnsnow_test1.jpg",),
+    "astronaut": ("astronaut.png",),
+}
+PERSON = {photo: person for person, photos in PEOPLE.items() for photo in photos}
 
 
 @dataclass
@@ -39,6 +60,7 @@ class Face:
     photo: str
     box: tuple[int, int, int, int]  # in the photo
     embedding: np.ndarray | None = None  # dlib descriptor at full size
+    person: str | None = None  # who it is (``PEOPLE``); None: not known, not scored for identity
 
 
 def _photos():
@@ -70,10 +92,13 @@ def reference_faces() -> list[Face]:
     faces = []
     for name, found in _all_faces().items():
         h, w = _photo(name).shape[:2]
+        clear = []
         for box, score in found:
             edge = box[0] <= 1 or box[1] <= 1 or box[2] >= w - 1 or box[3] >= h - 1
             if score >= 0.95 and min(box[2] - box[0], box[3] - box[1]) >= 60 and not edge:
-                faces.append(Face(name, box))
+                clear.append(box)
+        # a named photo's face is its person's only when it is the photo's one clear face
+        faces += [Face(name, box, person=PERSON.get(name) if len(clear) == 1 else None) for box in clear]
     return faces
 
 
@@ -168,12 +193,28 @@ def is_hit(det, truth) -> bool:
     return inside(centre(det), truth) and inside(centre(truth), det)
 
 
+def identities(backend, named: list[tuple[str, np.ndarray]]) -> dict:
+    """``(person, embedding)`` pairs grouped into nodes the way one clip's faces are (without the cannot-link of
+    faces on screen together: a frame here holds up to ``PER_FRAME`` photos); merges and nodes a person."""
+    from bench.identity_scores import merged, merges, nodes_a_person
+    from m3agent.perception.identity import cluster
+
+    people = {person for person, _ in named}
+    if not named:
+        return {"grouped": 0, "people": 0, "nodes": 0, "merges": 0, "nodes_a_person": None, "merged": []}
+    groups = cluster(np.stack([e for _, e in named]), backend.same_person_distance, backend.distance)
+    nodes = {g: {named[i][0] for i in members} for g, members in enumerate(groups)}
+    return {"grouped": len(named), "people": len(people), "nodes": len(groups), "merges": merges(nodes),
+            "nodes_a_person": round(nodes_a_person(nodes, people), 2), "merged": list(merged(nodes).values())}
+
+
 def measure(backend, faces: list[Face], sets: dict[int, list], face_free: list[np.ndarray],
             embed: bool = True) -> dict:
-    """Recall (and recognition) per size, false hits, ms per frame for one detector."""
-    per_size, times, false_hits = {}, [], 0
+    """Recall (and recognition, merges and nodes a person) per size, false hits, ms per frame for one detector."""
+    per_size, times, false_hits, named = {}, [], 0, {}
     for width, frames in sets.items():
         found = recognized = 0
+        named[width] = []
         for frame, truth in frames:
             t = time.perf_counter()
             boxes = backend.locate(frame)
@@ -190,14 +231,18 @@ def measure(backend, faces: list[Face], sets: dict[int, list], face_free: list[n
                 if embed and face.embedding is not None:
                     e = backend.embed(frame, box)
                     recognized += float(backend.distance(e, face.embedding)[0, 0]) <= backend.same_person_distance
-        per_size[width] = {"found": found, "recognized": recognized, "faces": len(faces)}
+                    if face.person:
+                        named[width].append((face.person, e))
+        per_size[width] = {"found": found, "recognized": recognized, "faces": len(faces),
+                           **({"identity": identities(backend, named[width])} if embed else {})}
     for frame in face_free:
         t = time.perf_counter()
         false_hits += len(backend.locate(frame))
         times.append(time.perf_counter() - t)
     found = sum(s["found"] for s in per_size.values())
+    together = {"identity": identities(backend, [pair for pairs in named.values() for pair in pairs])} if embed else {}
     return {"per_size": per_size, "found": found, "faces": len(faces) * len(sets), "false_hits": false_hits,
-            "frames": len(times), "ms_per_frame": 1000 * statistics.median(times)}
+            "frames": len(times), "ms_per_frame": 1000 * statistics.median(times), **together}
 
 
 def group_photo(backend, scales=(1.0, 0.5, 0.25)) -> list[dict]:
@@ -250,11 +295,28 @@ def run(sizes=SIZES) -> dict:
     for name, backend in detectors().items():
         backend.locate(face_free[0])  # warm up
         results[name] = {**measure(backend, faces, sets, face_free), "group_photo": group_photo(backend)}
+    named = [f for f in faces if f.person]
     return {"faces": len(faces), "photos": len({f.photo for f in faces}), "sizes": list(sizes),
-            "face_free_frames": len(face_free), "detectors": results}
+            "named_faces": len(named), "named_photos": len({f.photo for f in named}),
+            "people": sorted({f.person for f in named}), "face_free_frames": len(face_free), "detectors": results}
+
+
+def identity_table(r: dict) -> str:
+    """Per detector, merges and nodes a person at each size and over all sizes; the group photo is not scored."""
+    sizes = r["sizes"]
+    head = " | ".join(f"{s} px" for s in sizes) + " | all sizes"
+    rows = [f"| detector | merges: {head} | nodes a person: {head} | group photo |",
+            "|---|" + "---|" * (2 * len(sizes) + 3)]
+    for name, d in r["detectors"].items():
+        cases = [d["per_size"][s]["identity"] for s in sizes] + [d["identity"]]
+        merges = " | ".join(str(c["merges"]) if c["people"] else "-" for c in cases)
+        nodes = " | ".join(f"{c['nodes_a_person']:.2f}" if c["people"] else "-" for c in cases)
+        rows.append(f"| {name} | {merges} | {nodes} | not scored |")
+    return "\n".join(rows)
 
 
 def render(r: dict, note: str = "") -> str:
+    """The block ``perf_faces`` of the results file (under its hand-written heading)."""
     from bench.perf_memory import machine
 
     sizes = r["sizes"]
@@ -269,9 +331,8 @@ def render(r: dict, note: str = "") -> str:
     widths = r["detectors"][next(iter(r["detectors"]))]["group_photo"]
     scales = ", ".join(f"x{g['scale']:g} (faces {min(g['widths'], default=0)}-{max(g['widths'], default=0)} px)"
                        for g in widths)
-    return f"""## Faces: recall by size, false hits, speed (`bench/perf_faces.py`)
-
-Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_faces.py --write docs/BENCHMARKS.md`.
+    people = ", ".join(r["people"])
+    return f"""Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_faces.py --write docs/BENCHMARKS.md`.
 {note + chr(10) + chr(10) if note else ''}{r['faces']} faces of {r['photos']} photos of `tests/data/faces*` (every face found at full size, not the group photo
 and not a face cut by the photo's edge), each cut out with some surroundings, scaled to the face width of the column
 and placed into 1280x720 frames ({PER_FRAME} to a frame) over a collage of the photos' face-free parts; plus
@@ -289,12 +350,24 @@ made square) is within the same-person distance (0.55) of that face's embedding 
 dlib HOG at 960 px is the previous default (its row is the figure before RetinaFace). The default stack
 (`memorize.perception.face_backend=retinaface`) embeds and identifies faces at least `face_min_embed_size` (30 px)
 wide; smaller ones are counted as seen, never identified.
+
+Identity: the hits of each size, and of all sizes together, grouped into nodes the way memorization groups one
+clip's faces (average linkage of their dlib embeddings under the same-person distance, 0.55; without the cannot-link
+of faces on screen together, as each frame here holds {PER_FRAME} photos). Only the {r['named_faces']} faces of the
+{r['named_photos']} photos that show one person, named by the photo's file ({len(r['people'])} people: {people}), are
+grouped and scored; the faces of the photos with several people (which face is whom is not recorded) are left
+out, and the group photo (6 people, unnamed) is not scored. Merges: nodes holding two or more people (the costly
+error; 0 is the goal). Nodes a person: the mean number of nodes each person found at that size is in (1.00 is
+ideal; above 1, someone is split over several nodes, the cheap error). "-": no named face found. The 20 px column
+says what such faces' embeddings would do; the default stack never identifies them.
+
+{identity_table(r)}
 """
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, default=None)
+    parser.add_argument("--write", type=Path, default=None, help="update this file's perf_faces block")
     parser.add_argument("--note", default="", help="a line added under the machine (e.g. that it was shared)")
     args = parser.parse_args()
     result = run()
@@ -302,9 +375,9 @@ def main() -> None:
     section = render(result, args.note)
     print(section)
     if args.write:
-        from bench.perf_memory import write_section
+        from bench.markers import replace_block
 
-        write_section(args.write, section, "## Faces: recall by size")
+        replace_block(args.write, "perf_faces", section)
 
 
 if __name__ == "__main__":

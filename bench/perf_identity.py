@@ -127,34 +127,26 @@ def fixtures() -> dict[str, list]:
 
 
 def score(export: dict, timings, problems: int, faces_scored: bool) -> dict:
+    from bench.identity_scores import merged, merges, nodes_a_person, voice_people
     from m3agent.samples.synth import who_at
 
-    voice_people, face_people = {}, {}
+    voices, face_people = voice_people(export, timings), {}
     for node in export["nodes"]:
-        if node["kind"] == "voice":
-            voice_people[node["id"]] = {who_at(timings, (s["start"] + s["end"]) / 2, speech=True)
-                                        for s in node.get("segments", [])} - {None}
         if faces_scored and node["kind"] == "episodic" and "on screen" in (node["text"] or ""):
             times = [int(m) * 60 + int(s) for m, s in re.findall(r"(\d\d):(\d\d)", node["text"])]
             for face in node["entities"]:
                 face_people.setdefault(face, set()).add(who_at(timings, sum(times) / len(times), window=0.3))
     speakers = {t.person for t in timings if t.person and t.text}
     seen = {t.person for t in timings if t.person and t.image}
-
-    def nodes_of(mapping, person):
-        return sum(person in who for who in mapping.values())
-
-    out = {"people": len(speakers), "voice nodes": len(voice_people),
-           "voice merges": sum(len(who) > 1 for who in voice_people.values()),
-           "voice nodes a person": round(sum(nodes_of(voice_people, p) for p in speakers) / max(len(speakers), 1), 2),
+    out = {"people": len(speakers), "voice nodes": len(voices), "voice merges": merges(voices),
+           "voice nodes a person": round(nodes_a_person(voices, speakers), 2),
            "face nodes": sum(n["kind"] == "face" for n in export["nodes"])}
     if faces_scored:
-        out["face merges"] = sum(len(who - {None}) > 1 for who in face_people.values())
-        out["face nodes a person"] = round(sum(nodes_of(face_people, p) for p in seen) / max(len(seen), 1), 2)
+        out["face merges"] = merges(face_people)
+        out["face nodes a person"] = round(nodes_a_person(face_people, seen), 2)
     out["check problems"] = problems
     # who is in each merged node (printed, not tabled), to say which people were taken for one
-    out["merged"] = {node: sorted(who - {None}) for mapping in (voice_people, face_people)
-                     for node, who in mapping.items() if len(who - {None}) > 1}
+    out["merged"] = {**merged(voices), **merged(face_people)}
     return out
 
 

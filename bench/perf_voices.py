@@ -7,9 +7,12 @@ Usage: ``python bench/perf_voices.py [--backends campp resemblyzer] [--per-speak
    3-s and 1.5-s pieces; same-speaker and different-speaker cosine similarities, the equal error rate, and
    the milliseconds per segment.
 2. Memorization: a 720p episode where each speaker's utterances play under one person's photo (the speakers
-   take turns), memorized with the full embedded stack; voice nodes per speaker, nodes shared by two
-   speakers, purity.
-3. The espeak sample episode: voice nodes per voice (there must be exactly one each).
+   take turns), memorized with the full embedded stack; merges (voice nodes holding two or more speakers, the
+   costly error), nodes a person (the voice nodes each speaker is in: above 1, a split, the cheap error), purity.
+   Merges and nodes a person as ``bench/perf_identity.py`` counts them (``bench/identity_scores.py``).
+3. The espeak sample episode: the same (there must be exactly one voice node each).
+4. The three-person interview as sound only: voice nodes, and merges and nodes a person over the three stretches
+   where one known person talks alone (the only ground truth there is of who speaks when).
 """
 
 from __future__ import annotations
@@ -114,19 +117,15 @@ def memorize(scenes, workdir: Path, overrides: list[str]) -> dict:
 
 
 def voice_nodes(export: dict, timings) -> dict:
-    """Voice nodes per speaker (a node counts for each speaker whose speech it holds) and shared nodes."""
-    from m3agent.samples.synth import who_at
+    """Merges and splits of the voice nodes (a node holds each speaker whose speech it holds): ``shared_nodes``,
+    the merges; ``nodes_per_speaker``, nodes a person; ``merged``, who is in each merged node."""
+    from bench.identity_scores import merged, merges, nodes_a_person, voice_people
 
-    owners = {}
-    for node in export["nodes"]:
-        if node["kind"] == "voice":
-            owners[node["id"]] = {who_at(timings, (s["start"] + s["end"]) / 2, speech=True)
-                                  for s in node.get("segments", [])} - {None}
+    owners = voice_people(export, timings)
     speakers = {s.person for s in timings if s.person}
-    per_speaker = {p: sum(p in who for who in owners.values()) for p in speakers}
-    return {"speakers": len(speakers), "nodes_per_speaker": sum(per_speaker.values()) / max(len(speakers), 1),
-            "shared_nodes": sum(len(who) > 1 for who in owners.values()),
-            "unheard_speakers": sum(n == 0 for n in per_speaker.values())}
+    return {"speakers": len(speakers), "nodes_per_speaker": nodes_a_person(owners, speakers),
+            "shared_nodes": merges(owners), "merged": merged(owners),
+            "unheard_speakers": sum(not any(p in who for who in owners.values()) for p in speakers)}
 
 
 INTERVIEW = ROOT / "tests" / "data" / "speech" / "interview_X2zqiX6yL3I.mp3"
@@ -134,8 +133,10 @@ INTERVIEW_TRUTH = [("Kyle Gass", 0.0, 5.5), ("Sean Evans", 6.5, 12.0), ("Jack Bl
 
 
 def interview(workdir: Path, overrides: list[str]) -> dict:
-    """The 3-person interview as sound over an empty picture: voice nodes made, and whether the three stretches
-    where one known person talks alone went to three different nodes."""
+    """The 3-person interview as sound over an empty picture: voice nodes made; merges and nodes a person over the
+    three stretches where one known person talks alone (a node holds the people of the stretches its segments'
+    middles fall in; nothing else of the interview is known), and whether they went to three different nodes."""
+    from bench.identity_scores import merged, merges, nodes_a_person
     from m3agent import factory
     from m3agent.config import load_config
     from m3agent.memorize import memorize_video
@@ -150,13 +151,13 @@ def interview(workdir: Path, overrides: list[str]) -> dict:
     memorize_video(video, graph, perceiver, memorizer, config.memorize, progress=False)
     voices = [n for n in graph.export()["nodes"] if n["kind"] == "voice"]
     graph.close()
-    owner = {}
-    for person, a, b in INTERVIEW_TRUTH:
-        nodes = {v["id"] for v in voices for seg in v.get("segments", []) if a <= (seg["start"] + seg["end"]) / 2 <= b}
-        owner[person] = sorted(nodes)
-    alone = [nodes for nodes in owner.values()]
-    apart = all(len(n) == 1 for n in alone) and len({n[0] for n in alone}) == len(alone)
-    return {"voice_nodes": len(voices), "people": 3, "known_stretches_apart": apart, "stretch_nodes": owner}
+    heard = {v["id"]: {person for person, a, b in INTERVIEW_TRUTH for seg in v.get("segments", [])
+                       if a <= (seg["start"] + seg["end"]) / 2 <= b} for v in voices}
+    owner = {person: sorted(node for node, who in heard.items() if person in who) for person, _, _ in INTERVIEW_TRUTH}
+    apart = all(len(n) == 1 for n in owner.values()) and len({n[0] for n in owner.values()}) == len(owner)
+    return {"voice_nodes": len(voices), "people": len(owner), "shared_nodes": merges(heard),
+            "nodes_per_speaker": nodes_a_person(heard, owner), "merged": merged(heard),
+            "known_stretches_apart": apart, "stretch_nodes": owner}
 
 
 def run(backends: list[str], per_speaker: int, segments: bool = True) -> dict:
@@ -181,22 +182,39 @@ def run(backends: list[str], per_speaker: int, segments: bool = True) -> dict:
     return result
 
 
+def _label(name: str) -> str:
+    from m3agent.config import PerceptionConfig
+
+    return f"{name} (default)" if name == PerceptionConfig().voice_backend else name
+
+
+def memorization_table(r: dict) -> str:
+    """One row per backend and case: merges and nodes a person apart (``voice_nodes``, ``interview``)."""
+    def row(name, case, e):
+        purity = f"{e['purity']:.0%}" if "purity" in e else "-"
+        return (f"| {_label(name)} | {case} | {e['people']} | {e['voice_nodes']} | {e['shared_nodes']} | "
+                f"{e['nodes_per_speaker']:.2f} | {purity} | {e.get('characters', '-')} |")
+
+    rows = []
+    for name in r["episode"]:
+        talk = r["interview"][name]
+        apart = "apart" if talk["known_stretches_apart"] else "NOT apart"
+        rows += [row(name, "real speech", r["episode"][name]), row(name, "espeak", r["espeak"][name]),
+                 row(name, f"interview (known stretches {apart})", talk)]
+    return "\n".join(["| backend | case | people | voice nodes | merges | nodes a person | purity | characters |",
+                      "|---|---|---|---|---|---|---|---|", *rows])
+
+
 def render(r: dict, per_speaker: int) -> str:
+    """The block ``perf_voices`` of the results file (under its hand-written heading)."""
     from bench.perf_memory import machine
 
     seg_rows = "\n".join(
-        f"| {name} | " + " | ".join(f"{s['pieces'][p]['eer']:.2%} ({s['pieces'][p]['same_p5']:.2f} / "
-                                    f"{s['pieces'][p]['different_max']:.2f})" for p in PIECES)
+        f"| {_label(name)} | " + " | ".join(f"{s['pieces'][p]['eer']:.2%} ({s['pieces'][p]['same_p5']:.2f} / "
+                                           f"{s['pieces'][p]['different_max']:.2f})" for p in PIECES)
         + f" | {s['ms_per_segment']:.0f} ms |" for name, s in r["segments"].items())
-    ep_rows = "\n".join(
-        f"| {name} | {e['voice_nodes']} | {e['nodes_per_speaker']:.2f} | {e['shared_nodes']} | {e['purity']:.0%} | "
-        f"{e['characters']} | {r['espeak'][name]['voice_nodes']} for {r['espeak'][name]['people']} | "
-        f"{r['interview'][name]['voice_nodes']} for 3, {'apart' if r['interview'][name]['known_stretches_apart'] else 'NOT apart'} |"
-        for name, e in r["episode"].items())
     first = next(iter(r["episode"].values()))
-    return f"""## Voices on real speech (`bench/perf_voices.py`)
-
-Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_voices.py --write docs/BENCHMARKS.md`.
+    return f"""Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_voices.py --write docs/BENCHMARKS.md`.
 
 Segments: 6 LibriSpeech test-other speakers x 10 utterances (`tests/data/speech`), each embedded whole and in up
 to three 3-s and 1.5-s pieces. Equal error rate over all pairs, with (5th percentile of same-speaker cosine /
@@ -206,14 +224,18 @@ highest different-speaker cosine) in brackets: where the first stays above the s
 |---|---|---|---|---|
 {seg_rows}
 
-Memorization: {first['speakers']} speakers take turns ({per_speaker} utterances each, {first['video_seconds']:.0f} s of
-720p video), each under one person's photo. espeak: the sample episode (3 voices, 3 people). Interview: the
-3-minute three-person interview (people often talk at once) as sound only; "apart" when the three stretches where
-one known person talks alone (`tests/data/README.md`) went to three different voice nodes.
+Memorization: real speech: {first['speakers']} speakers take turns ({per_speaker} utterances each,
+{first['video_seconds']:.0f} s of 720p video), each under one person's photo. espeak: the sample episode (3 voices,
+3 people). Interview: the 3-minute three-person interview (people often talk at once) as sound only. A voice node
+holds the people speaking at its segments' middles. Merges: voice nodes holding two or more people (the costly
+error; 0 is the goal). Nodes a person: the mean number of voice nodes each person is in (1.00 is ideal; above 1,
+someone is split over several nodes, the cheap error; below 1, someone is in none). The interview has ground truth only for three stretches
+where one known person talks alone (`tests/data/README.md`): its voice nodes are all those made from the 3 minutes,
+its merges and nodes a person count only the segments inside those stretches ("apart": each of the three went
+to one voice node, a different one). Purity (the share of face and voice nodes holding one person) and characters are
+not measured for the interview.
 
-| backend | voice nodes | per speaker | shared by two speakers | purity | characters | espeak voice nodes | interview voice nodes |
-|---|---|---|---|---|---|---|---|
-{ep_rows}
+{memorization_table(r)}
 """
 
 
@@ -221,18 +243,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="+", default=["campp", "resemblyzer"])
     parser.add_argument("--per-speaker", type=int, default=5)
-    parser.add_argument("--write", type=Path, default=None)
+    parser.add_argument("--write", type=Path, default=None, help="update this file's perf_voices block")
     parser.add_argument("--no-segments", action="store_true", help="memorization only (no --write)")
     args = parser.parse_args()
     result = run(args.backends, args.per_speaker, segments=not args.no_segments)
     if args.no_segments:
+        print(memorization_table(result))
         return
     section = render(result, args.per_speaker)
     print(section)
     if args.write:
-        from bench.perf_memory import write_section
+        from bench.markers import replace_block
 
-        write_section(args.write, section, "## Voices on real speech")
+        replace_block(args.write, "perf_voices", section)
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ def test_memory_parts_never_import_the_facade():
 GROUPS = {
     **dict.fromkeys(("m3agent", "errors", "config", "registry", "private", "jsonl", "prompts", "shelf", "outfolder",
                      "resumable", "terminal"), "base"),  # utilities, the config tree, the backend registry
-    **dict.fromkeys(("cli", "__main__", "workspace", "app_guard", "datafolder"), "app"),  # what the user runs
+    **dict.fromkeys(("cli", "__main__", "workspace"), "app"),  # what the user runs: the command line, the app's workspace
 }
 
 #: the rooms, lowest first. A module imports its own room and rooms of lower levels, never a room of its own

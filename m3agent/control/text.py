@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 
+from m3agent.media.clock import clock
 from m3agent.models.llm.base import answer_text
 
 _ACTION = re.compile(r"action\s*:\s*\[?\s*(answer|search)\s*\]?\s*(?:content\s*:\s*)?(.*)", re.IGNORECASE | re.DOTALL)
@@ -71,17 +72,12 @@ def format_results(query: str, result) -> str:
     """Search results as the model reads them: one block of note lines per clip, with its time span."""
     out = [KNOWLEDGE_PREFIX + json.dumps(query, ensure_ascii=False) + ":"]
     for clip in result.clips:
-        out.append(f"CLIP_{clip.id} ({_clock(clip.start)}-{_clock(clip.end)}):")
+        out.append(f"CLIP_{clip.id} ({clock(clip.start)}-{clock(clip.end)}):")
         out.extend(f"- {line}" for line in clip.lines)
     if result.empty:
         out.append(EMPTY_RESULT)
     return "\n".join(out)
 
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
-        f"{seconds // 60:02d}:{seconds % 60:02d}"
 
 
 def drop_oldest_results(messages: list[dict]) -> bool:

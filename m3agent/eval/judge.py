@@ -14,11 +14,11 @@ import re
 import string
 import unicodedata
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from m3agent.eval.annotations import LETTERS, BenchItem
+from m3agent.eval.overlap import overlap_f1
 from m3agent.models.llm.base import ChatError, ChatModel, answer_text
 from m3agent.prompts import load_prompt
 
@@ -69,13 +69,10 @@ def normalized_tokens(text: str) -> list[str]:
     return [_NUMBERS.get(w, w) for w in text.split() if w not in _FILLER]
 
 
-def token_f1(answer: str, reference: str) -> float:
-    a, r = normalized_tokens(answer), normalized_tokens(reference)
-    common = sum((Counter(a) & Counter(r)).values())
-    if not common:
-        return 0.0
-    precision, recall = common / len(a), common / len(r)
-    return 2 * precision * recall / (precision + recall)
+def answer_f1(answer: str, reference: str) -> float:
+    """The judge's word overlap: filler words dropped, number words as digits (so "In the garage." = "garage",
+    "seven" = "7"); MemoryBench's own ``token_f1`` keeps its benchmark's SQuAD rule instead."""
+    return overlap_f1(normalized_tokens(answer), normalized_tokens(reference))
 
 
 def contains(answer: str, reference: str) -> bool:
@@ -93,7 +90,7 @@ class OfflineJudge(Judge):
     def judge_many(self, pairs: Sequence[tuple[BenchItem, str]]) -> list[Verdict]:
         out = []
         for item, answer in pairs:
-            score = token_f1(answer, item.reference)
+            score = answer_f1(answer, item.reference)
             if contains(answer, item.reference):
                 out.append(Verdict(True, self.label, reason="the answer contains the ground truth"))
             else:

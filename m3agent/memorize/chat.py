@@ -9,13 +9,14 @@ semantics (equivalences, stated names) are kept alongside the model's lines by d
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 
 from m3agent.jsonl import LineError, loads
+from m3agent.media.clock import clock
+from m3agent.media.jpeg import encode_jpeg
 from m3agent.memorize.base import Memorizer, MemoryLines
-from m3agent.memorize.grounded import GroundedMemorizer, clock
+from m3agent.memorize.grounded import GroundedMemorizer
 from m3agent.memory.tags import parse_tags
 from m3agent.models.llm.base import ChatModel, answer_text, image_part, text_part
 from m3agent.perception.pipeline import ClipPerception
@@ -23,16 +24,6 @@ from m3agent.prompts import load_prompt
 
 log = logging.getLogger(__name__)
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
-
-
-def _jpeg(image, max_side: int) -> bytes:
-    from PIL import Image
-
-    img = Image.fromarray(image)
-    img.thumbnail((max_side, max_side))
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG", quality=80)
-    return buf.getvalue()
 
 
 def parse_memory_json(text: str) -> MemoryLines | None:
@@ -96,11 +87,11 @@ class ChatMemorizer(Memorizer):
         if images:
             for track, node in zip(perception.faces, face_ids):
                 best = max(track.detections, key=lambda d: d.score)
-                parts += [text_part(f"<face_{node}>:"), image_part(_jpeg(best.crop, 160))]
+                parts += [text_part(f"<face_{node}>:"), image_part(encode_jpeg(best.crop, 80, max_side=160))]
             if clip.frames:
                 step = max(1, len(clip.frames) // self.frames)
                 parts.append(text_part("Frames of the clip, in order:"))
-                parts += [image_part(_jpeg(f, self.image_side)) for f in clip.frames[::step][: self.frames]]
+                parts += [image_part(encode_jpeg(f, 80, max_side=self.image_side)) for f in clip.frames[::step][: self.frames]]
         return [{"role": "user", "content": parts if images else prompt}]
 
     def describe(self, perception: ClipPerception, face_ids: list[int], voice_ids: list[int]) -> MemoryLines:

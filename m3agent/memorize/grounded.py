@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from m3agent.media.clock import clock
 from m3agent.memorize.base import Memorizer, MemoryLines
 from m3agent.perception.pipeline import ClipPerception
 
@@ -24,13 +25,6 @@ _SELF_NAMING = [
 ]
 _NOT_NAMES = {"Not", "So", "Very", "Just", "Going", "Here", "Sorry", "Fine", "Good", "Glad", "Happy", "Sure",
               "The", "A", "An", "In", "On", "At", "From", "Back", "Really", "Also", "Still", "Okay", "Ok"}
-
-
-def clock(seconds: float) -> str:
-    seconds = max(0, int(seconds))  # a timestamp: the second it falls in
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
 def stated_names(text: str) -> list[str]:

@@ -8,7 +8,7 @@ run loses at most the clip in flight, and re-running a finished video does nothi
 from __future__ import annotations
 
 import contextlib
-import io
+import dataclasses
 import json
 import logging
 import os
@@ -24,6 +24,7 @@ from m3agent.config import MemorizeConfig
 from m3agent.media import MediaError, iter_clips, probe
 from m3agent.media.clips import prefetch
 from m3agent.media.fingerprint import content_fingerprint
+from m3agent.media.jpeg import encode_jpeg
 from m3agent.memorize.base import Memorizer
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
@@ -81,14 +82,6 @@ class MemorizationInterrupted(KeyboardInterrupt):
         self.report = report
 
 
-def _jpeg(image: np.ndarray, quality: int = 85) -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(image).save(buf, format="JPEG", quality=quality)
-    return buf.getvalue()
-
-
 def _crop_quality(det) -> float:
     return float(det.score) * float(np.log1p(det.size)) * float(np.log1p(det.sharpness))
 
@@ -115,7 +108,12 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
                                  clip_seconds=pc.clip_seconds,
                                  meta={"width": info.width, "height": info.height, "fps": info.fps,
                                        "has_audio": info.has_audio, "face_identity": perceiver.face_identity()})
-    name = graph.resolve_video(video_id).name
+    video = graph.resolve_video(video_id)
+    name = video.name
+    if video.clip_seconds != pc.clip_seconds:  # resumed: the clips already stored fix the length of the rest
+        log.warning("%s was memorized in %g-s clips; it goes on in %g-s clips, not the configured %g", name,
+                    video.clip_seconds, video.clip_seconds, pc.clip_seconds)
+        pc = dataclasses.replace(pc, clip_seconds=video.clip_seconds)
     n_clips = info.n_clips(pc.clip_seconds)  # None: no duration in the header, the streams will tell
     report = MemorizeReport(name, video_id, n_clips or 0, duration=info.duration)
     done = {c.id for c in graph.clips(video_id)}
@@ -211,7 +209,7 @@ def _commit_clip(graph, video_id, perception: ClipPerception, memorizer: Memoriz
         face_ids = []
         for track in perception.faces:
             dets = sorted(track.detections, key=_crop_quality, reverse=True)
-            crops = [(_jpeg(d.crop), _crop_quality(d)) for d in dets[: config.crops_per_clip]]
+            crops = [(encode_jpeg(d.crop), _crop_quality(d)) for d in dets[: config.crops_per_clip]]
             embedded = [d for d in dets if d.embedding.size]
             face_ids.append(batch.face([d.embedding for d in embedded], node_id=track.node_id, crops=crops,
                                        qualities=[_crop_quality(d) for d in embedded]))

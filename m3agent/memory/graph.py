@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from m3agent.config import MemoryConfig
+from m3agent.config import DEFAULT_CLIP_SECONDS, MemoryConfig
 from m3agent.memory import edits
 from m3agent.memory.characters import CharacterMap, Characters, apart_pairs
 from m3agent.memory.errors import EmbedderMismatchError, MemoryStoreError, UnknownEntityError
@@ -148,7 +148,7 @@ class MemoryGraph:
 
     # ------------------------------------------------------------------ writing
     def add_video(self, name: str, path: str | None = None, duration: float | None = None,
-                  clip_seconds: float = 30.0, meta: dict | None = None) -> int:
+                  clip_seconds: float = DEFAULT_CLIP_SECONDS, meta: dict | None = None) -> int:
         return self.writer.add_video(name, path, duration, clip_seconds, meta)
 
     def claim_video(self, name: str, fingerprint: str, **kwargs) -> int:

@@ -495,9 +495,10 @@ class SQLiteStore:
         with self.transaction() as c:
             row = c.execute("SELECT id FROM videos WHERE name = ?", (name,)).fetchone()
             if row:
-                c.execute(
+                c.execute(  # a video with clips keeps the clip length they were cut with
                     "UPDATE videos SET path = COALESCE(?, path), duration = COALESCE(?, duration),"
-                    " clip_seconds = ? WHERE id = ?",
+                    " clip_seconds = CASE WHEN EXISTS (SELECT 1 FROM clips WHERE video_id = videos.id)"
+                    " THEN clip_seconds ELSE ? END WHERE id = ?",
                     (path, duration, clip_seconds, row[0]),
                 )
                 return int(row[0])

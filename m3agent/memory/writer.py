@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from m3agent.config import MemoryConfig
+from m3agent.config import DEFAULT_CLIP_SECONDS, MemoryConfig
 from m3agent.memory.characters import name_statement
 from m3agent.memory.errors import MemoryStoreError
 from m3agent.memory.forgetting import (
@@ -277,11 +277,11 @@ class MemoryWriter:
         self._semantic: dict[int, dict[frozenset[int], list[tuple[int, str]]]] = {}
 
     def add_video(self, name: str, path: str | None = None, duration: float | None = None,
-                  clip_seconds: float = 30.0, meta: dict | None = None) -> int:
+                  clip_seconds: float = DEFAULT_CLIP_SECONDS, meta: dict | None = None) -> int:
         return self.store.upsert_video(name, path, duration, clip_seconds, meta)
 
     def claim_video(self, name: str, fingerprint: str, *, name_given: bool, path: str | None = None,
-                    duration: float | None = None, clip_seconds: float = 30.0, meta: dict | None = None) -> int:
+                    duration: float | None = None, clip_seconds: float = DEFAULT_CLIP_SECONDS, meta: dict | None = None) -> int:
         """The video a memorization writes to, identified by content: the stored video with this
         fingerprint (resumed, even if the file was renamed or moved), else a new one. A name taken by
         other content is refused when the user chose it, and otherwise gets a free variant

@@ -125,6 +125,7 @@ class Perceiver:
         # the upcoming clips' work, queued or under way (faces: as many threads as the backend lets run at
         # once, so two clips' faces may be under way; speech: see ``_hear``)
         self._ahead: list[_Sensing] = []
+        self._workers: dict[str, object] = {}  # stage -> its thread pool, made at first use (see ``_worker``)
         self.face_threshold = self.config.face_distance or faces.same_person_distance
         match_cosine = self.config.voice_cosine or (voices.same_speaker_cosine if voices else 0.53)
         self.voice_threshold = 1.0 - match_cosine
@@ -224,12 +225,25 @@ class Perceiver:
             sensing.speech = _Part(job, index)
 
     def _worker(self, name: str, threads: int = 1):
-        workers = self.__dict__.setdefault("_workers", {})
-        if name not in workers:
+        if name not in self._workers:
             from concurrent.futures import ThreadPoolExecutor
 
-            workers[name] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"m3-{name}")
-        return workers[name]
+            self._workers[name] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"m3-{name}")
+        return self._workers[name]
+
+    def close(self) -> None:
+        """Stop the stages' threads (work queued ahead for clips nobody will ask for is dropped); a later
+        ``perceive`` starts them again."""
+        workers, self._workers = self._workers, {}
+        self._ahead.clear()
+        for pool in workers.values():
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Perceiver:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def _timed_faces(self, clip: MediaClip, sensing: _Sensing):
         sensing.stage("faces")

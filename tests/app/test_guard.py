@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from m3agent.app_guard import host_name, served_as
+from m3agent.workspace.guard import host_name, served_as
 from tests.data import VIDEO_CLIP
 
 SECRET = b"SQLite format 3\x00 faces, voices and words of someone"

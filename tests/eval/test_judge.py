@@ -7,11 +7,11 @@ from m3agent.eval.annotations import BenchItem
 from m3agent.eval.judge import (
     ChatJudge,
     OfflineJudge,
+    answer_f1,
     contains,
     extract_choice,
     parse_yes_no,
     score_choice,
-    token_f1,
 )
 from m3agent.models.llm.base import ChatError
 from m3agent.models.llm.scripted import ScriptedChat
@@ -87,7 +87,7 @@ def test_offline_judge(answer, right):
 
 def test_offline_normalization():
     assert contains("Anna and Tom bought seven books together", "7 books")
-    assert token_f1("Café", "cafe") == 1.0 and token_f1("", "x") == 0.0
+    assert answer_f1("Café", "cafe") == 1.0 and answer_f1("", "x") == 0.0
     assert not contains("the garage door", "In the kitchen.")
 
 

@@ -1,7 +1,8 @@
 import numpy as np
 
 from m3agent.media.clips import MediaClip
-from m3agent.memorize.grounded import GroundedMemorizer, clock, stated_names
+from m3agent.media.clock import clock
+from m3agent.memorize.grounded import GroundedMemorizer, stated_names
 from m3agent.perception.faces.base import FaceDetection
 from m3agent.perception.pipeline import ClipPerception, FaceTrack, Utterance, VoiceTrack
 

@@ -117,3 +117,25 @@ def test_cli_warns_about_a_truncated_file_and_keeps_its_clips(videos, tmp_path, 
     (line,) = [x for x in captured.err.splitlines() if "warning" in x]
     assert line == (f"m3agent memorize: warning: {video} ends at {out['ends_at']:.1f} s of 60.0 s "
                     f"(truncated or damaged); memorized {out['clips_done']} of 6 clips")
+
+
+class _Stops(_Counter):
+    """Dies after two clips, as a killed run would."""
+
+    def describe(self, perception, face_ids, voice_ids):
+        if perception.clip.index == 2:
+            raise KeyboardInterrupt
+        return super().describe(perception, face_ids, voice_ids)
+
+
+def test_a_resume_under_another_clip_length_goes_on_in_the_stored_one(videos, tmp_path, embedder):
+    db = tmp_path / "resume.db"
+    with MemoryGraph.open(db, embedder=embedder) as graph, pytest.raises(KeyboardInterrupt):
+        memorize_video(videos["marker"], graph, _Blind(), _Stops(), CONFIG, progress=False)
+    thirty = MemorizeConfig(perception=PerceptionConfig(clip_seconds=30.0, fps=1.0))
+    with MemoryGraph.open(db, embedder=embedder) as graph:
+        report = memorize_video(videos["marker"], graph, _Blind(), _Counter(), thirty, progress=False)
+        video = graph.resolve_video(report.video_id)
+        spans = [(c.start, c.end) for c in graph.clips(video.id)]
+    assert video.clip_seconds == 10.0 and report.clips_skipped == 2 and report.clips_done == 4
+    assert spans == [(10.0 * k, 10.0 * k + 10.0) for k in range(6)]

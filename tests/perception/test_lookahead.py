@@ -108,3 +108,15 @@ def test_speech_is_recognised_two_clips_at_a_time_the_next_pair_queued_ahead():
             assert third.speech is not None and third.speech.job is fourth.speech.job
     assert texts == [[f"clip {i}"] for i in range(5)] and asr.passes == [[0, 1], [2, 3], [4]]
     assert sorted(backend.located) == sorted(10 * i + k for i in range(5) for k in range(3))  # faces once each
+
+
+def test_closing_the_perceiver_stops_its_threads_and_a_later_clip_starts_them_again():
+    backend = Local([[(10, 10, 50, 50)]] * 40)
+    with Perceiver(backend, None, Said(), PerceptionConfig(face_search_changes=False)) as p:
+        p.perceive(clip(0), p.face_bank({}), p.voice_bank({}), upcoming=clip(1))
+        assert any(t.name.startswith("m3-") for t in threading.enumerate())
+    assert not any(t.name.startswith("m3-") and t.is_alive() for t in threading.enumerate())
+    out = p.perceive(clip(2), p.face_bank({}), p.voice_bank({}))
+    assert [u.text for u in out.utterances] == ["clip 2"]
+    p.close()
+    assert not any(t.name.startswith("m3-") and t.is_alive() for t in threading.enumerate())

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 import string
-from collections import Counter
 from collections.abc import Iterable, Mapping
+
+from m3agent.eval.overlap import overlap_f1
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation) | set("，。！？、；：“”‘’（）《》【】")
@@ -38,15 +39,11 @@ def tokens(text: object) -> list[str]:
 
 
 def token_f1(prediction: object, reference: object) -> float:
+    """MemoryBench's F1 (SQuAD's normalisation, Chinese characters one by one; two empty answers agree)."""
     pred, ref = tokens(prediction), tokens(reference)
     if not pred or not ref:
         return float(pred == ref)
-    common = Counter(pred) & Counter(ref)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred), same / len(ref)
-    return 2 * precision * recall / (precision + recall)
+    return overlap_f1(pred, ref)
 
 
 def best_f1(prediction: object, references: object) -> float:

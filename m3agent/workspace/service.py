@@ -21,7 +21,7 @@ import numpy as np
 
 from m3agent import factory
 from m3agent.config import ChatConfig, Config
-from m3agent.datafolder import DataFolder, DataFolderError
+from m3agent.workspace.folder import DataFolder, DataFolderError
 from m3agent.errors import M3AgentError
 from m3agent.memory.errors import UnknownEntityError
 from m3agent.shelf import Shelf
@@ -85,7 +85,7 @@ def _fix_text(fix: dict, kinds: Mapping) -> str:
 
 class Workspace:
     def __init__(self, config: Config, cli_args: Sequence[str] = (), *, start_queue: bool = True):
-        from m3agent.jobs.memorize_queue import MemorizationQueue, memorize_command
+        from m3agent.workspace.queue import MemorizationQueue, memorize_command
 
         self.config = config
         app = config.app

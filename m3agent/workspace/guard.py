@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from m3agent.datafolder import listed_file
+from m3agent.workspace.folder import listed_file
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 import pytest
 
-from m3agent.jobs.memorize_queue import (
+from m3agent.workspace.queue import (
     DONE,
     FAILED,
     QUEUED,

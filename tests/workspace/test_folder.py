@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from m3agent.datafolder import DataFolder, DataFolderError
+from m3agent.workspace.folder import DataFolder, DataFolderError
 from tests.data import VIDEO_CLIP as VIDEO
 
 
