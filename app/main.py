@@ -10,11 +10,11 @@ import io
 import os
 from collections.abc import Sequence
 
-from m3agent.workspace.guard import WILDCARDS, AppGuard, in_cache, served_as
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
 from m3agent.media.clock import clock
 from m3agent.workspace import APP_CHAT_BACKENDS, ChatChoice, Workspace
+from m3agent.workspace.guard import WILDCARDS, AppGuard, in_cache, served_as
 
 CSS = """
 .card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px;}

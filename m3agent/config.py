@@ -214,7 +214,7 @@ class RewardConfig:
 
 @dataclass(frozen=True)
 class MemoryBuildConfig:
-    """The memory-construction policy (Mem-alpha style, :mod:`m3agent.memops`): a chat model reads a stream in
+    """The memory-construction policy (Mem-alpha style, :mod:`m3agent.memory_tools`): a chat model reads a stream in
     chunks and keeps memory with insert/update/delete/search tools. As the ``memory-build`` environment its
     episode reward is ``accuracy - size_penalty * min(1, memory chars / stream chars) - format_penalty *
     (share of replies with a malformed call)``, accuracy being the held-out questions the judge finds

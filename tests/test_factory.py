@@ -4,6 +4,7 @@ import pytest
 
 from m3agent import factory
 from m3agent.config import load_config
+from m3agent.control import Question
 from m3agent.memory import EmbedderMismatchError
 from m3agent.memory.visibility import NEVER, node_visible, visible
 
@@ -30,7 +31,7 @@ def test_memorizers_get_what_they_require():
 def test_controller_and_chat_from_config(kitchen):
     config = load_config(overrides=["control.chat.backend=scripted", "control.max_rounds=2"])
     controller = factory.build_controller(kitchen, config)
-    answer = controller.answer("Who plays guitar?")
+    answer = controller.answer(Question("Who plays guitar?"))
     assert answer.answer == "(scripted)" and controller.chat.name == "scripted"
 
 

@@ -111,11 +111,12 @@ def test_memory_parts_never_import_the_facade():
 
 
 # ------------------------------------------------------------------------------------------------ rooms
-#: top-level modules grouped into one room; every subpackage is a room of its own
+#: top-level modules and packages grouped into one room; every other subpackage is a room of its own
 GROUPS = {
-    **dict.fromkeys(("m3agent", "errors", "config", "registry", "private", "jsonl", "prompts", "shelf", "outfolder",
-                     "resumable", "terminal"), "base"),  # utilities, the config tree, the backend registry
-    **dict.fromkeys(("cli", "__main__", "workspace"), "app"),  # what the user runs: the command line, the app's workspace
+    # errors, the config tree, the backend registry, prompts, files in and out (files/ stands on errors alone)
+    **dict.fromkeys(("m3agent", "errors", "config", "registry", "prompts", "files"), "base"),
+    # what the user runs: the command line (cli/, __main__) and the app's workspace (workspace/)
+    **dict.fromkeys(("cli", "__main__", "workspace"), "app"),
 }
 
 #: the rooms, lowest first. A module imports its own room and rooms of lower levels, never a room of its own
@@ -126,7 +127,7 @@ LEVELS = (
     ("models", "media", "samples"),
     ("perception", "testing"),  # testing: test helpers that start model servers
     ("memory",),
-    ("memorize", "memops"),
+    ("memorize", "memory_tools"),
     ("control",),
     ("eval",),  # judges, rewards, benchmarks' data and scoring, MemoryBench systems and corpora
     ("envs",),

@@ -27,13 +27,14 @@ class Controller:
         self.graph, self.chat, self.config = graph, chat, config or ControlConfig()
         self.step = ControlStep(graph, self.config)
 
-    def answer(self, question: str, *, video: int | str | None = None, before_clip: int | None = None) -> Answer:
-        """One question. One that memory cannot answer (empty, a bad ``before_clip``, a video memory lacks or
-        holds no clip of) raises its error before any model call; a model failure raises :class:`ChatError`."""
-        asked = Question(question, before_clip, video)
-        self.step.video_of(asked)
-        answer = self.answer_many([asked])[0]
-        if answer.error:
+    def answer(self, question: Question, *, raise_failure: bool = True) -> Answer:
+        """One question, its video resolved once (by :meth:`ControlStep.start`). A question memory cannot
+        answer (a video memory lacks or holds no clip of; an empty one or a bad ``before_clip`` is no
+        :class:`Question`) raises its error before any model call. A model failure raises :class:`ChatError`;
+        with ``raise_failure=False`` it comes back as the answer's ``error``, with the rounds before it."""
+        state = self.step.start(question, strict=True)
+        [(_, answer)] = self._rounds([state])
+        if answer.error and raise_failure:
             raise ChatError(answer.error)
         return answer
 
@@ -47,7 +48,11 @@ class Controller:
                      on_round: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, Answer]]:
         """``(index, answer)`` for each question as soon as it is finished, while the others go on with their
         rounds: a caller that saves each one loses none of them when the run is stopped mid-batch."""
-        states = [self.step.start(q) for q in questions]
+        yield from self._rounds([self.step.start(q) for q in questions], on_round)
+
+    def _rounds(self, states: list[QuestionState],
+                on_round: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, Answer]]:
+        """Drive started questions through their rounds in lock step, yielding each answer when it is done."""
         open_ = yield from self._finished(states, range(len(states)))  # those that failed at the start
         total = self.step.rounds
         for number in range(1, total + 1):

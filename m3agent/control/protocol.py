@@ -102,13 +102,16 @@ class ControlStep:
         return {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature, "stop": STOP,
                 "format": REPLY_FORMAT}
 
-    def start(self, question: Question) -> QuestionState:
-        """A new conversation: the system message, and the seed search's results pending for round 1.
-        A question about a video memory does not hold (or holds no clip of) comes back already failed."""
+    def start(self, question: Question, *, strict: bool = False) -> QuestionState:
+        """A new conversation: the system message, and the seed search's results pending for round 1. Here the
+        question's video is resolved, once for the whole conversation: a question about a video memory does not
+        hold (or holds no clip of) comes back already failed, or with ``strict`` raises its error."""
         system = load_prompt("control_system").format(question=question.text)
         try:
             video_id = self.video_of(question)
         except MemoryStoreError as exc:
+            if strict:
+                raise
             return QuestionState(question, -1, [], error=str(exc))
         lessons = self.memory.lessons(video_id, question.text, self.config.lessons, question.before_clip)
         if lessons:

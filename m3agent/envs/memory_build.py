@@ -4,7 +4,7 @@ Each episode starts from an empty memory (a fresh DB in a temporary folder, remo
 and a task ``{"chunks": [...], "questions": [{"question", "answer"}, ...], "id"?}``: chunks are text records
 ``{"id", "text", "time"?, "speaker"?, "session"?}`` (grouped by session as ``remember`` reads them) or plain
 strings (clip descriptions, passages), and the questions are held out: the policy never sees them. Each step
-is the policy's reply to one chunk (its tool calls applied, see :mod:`m3agent.memops`); the observation is
+is the policy's reply to one chunk (its tool calls applied, see :mod:`m3agent.memory_tools`); the observation is
 the whole conversation, the next chunk last. After the last chunk each question is answered by retrieval
 alone (the core block and the best ``answer_lines`` lines, no model) and judged against its answer, and the
 episode's reward is (constants in :class:`m3agent.config.MemoryBuildConfig`)::
@@ -30,9 +30,9 @@ from m3agent.config import MemoryBuildConfig, MemoryConfig, TrainConfig
 from m3agent.envs.base import Env, EnvError, StepResult
 from m3agent.eval.annotations import BenchItem
 from m3agent.eval.judge import Judge, OfflineJudge
-from m3agent.memops.policy import Chunk, MemoryBuilder, chunks_of
-from m3agent.memops.tools import MemoryTools
 from m3agent.memory.graph import MemoryGraph
+from m3agent.memory_tools.policy import Chunk, MemoryBuilder, chunks_of
+from m3agent.memory_tools.tools import MemoryTools
 from m3agent.models.embed.base import TextEmbedder
 
 SOURCE = "stream"  # the text source an episode's memory is built in

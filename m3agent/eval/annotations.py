@@ -27,7 +27,7 @@ from pathlib import Path
 
 from m3agent.config import DEFAULT_CLIP_SECONDS
 from m3agent.errors import M3AgentError
-from m3agent.jsonl import LineError, json_lines, loads, read_text
+from m3agent.files.jsonl import LineError, json_lines, loads, read_text
 
 MULTI_EVIDENCE = "Multi-Evidence Reasoning"
 TYPE_ALIASES = {"Multi-Detail Reasoning": MULTI_EVIDENCE}

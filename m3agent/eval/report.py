@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from m3agent.private import open_private
+from m3agent.files.private import open_private
 
 
 @dataclass

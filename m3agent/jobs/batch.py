@@ -23,8 +23,8 @@ from pathlib import Path
 
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
-from m3agent.jsonl import LineError, file_lines, loads, too_long
-from m3agent.private import private_dir
+from m3agent.files.jsonl import LineError, file_lines, loads, too_long
+from m3agent.files.private import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class VideoListError(M3AgentError, ValueError):
 
 def read_video_list(path: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
     """A text file with one video path per line, or JSON lines ``{"video": ..., "name": ...}`` (read by
-    :mod:`m3agent.jsonl`: UTF-8 or UTF-16 with a BOM, bounded lines); ``#`` starts a comment line."""
+    :mod:`m3agent.files.jsonl`: UTF-8 or UTF-16 with a BOM, bounded lines); ``#`` starts a comment line."""
     out = []
     base = Path(path).resolve().parent
     for number, raw in file_lines(path, error=VideoListError, unreadable="cannot read the video list {source}: {reason}",
@@ -210,6 +210,17 @@ def run_ray(jobs: list[VideoJob], config: Config, address: str | None, retries: 
     finally:
         if started:
             ray.shutdown()
+
+
+STATUS_FILE = "batch_status.json"
+
+
+def save_status(results: list[JobStatus], memory_dir: str | os.PathLike[str]) -> list[dict]:
+    """Write each video's status to ``MEMORY_DIR/batch_status.json``; returns what it wrote."""
+    summary = [dataclasses.asdict(r) for r in results]
+    with open(os.path.join(memory_dir, STATUS_FILE), "w") as fh:
+        json.dump(summary, fh, indent=1)
+    return summary
 
 
 def summary_table(results: list[JobStatus]) -> str:

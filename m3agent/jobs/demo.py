@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from m3agent.control.evidence import best_evidence
-from m3agent.private import private_dir
+from m3agent.files.private import private_dir
 from m3agent.samples.episode import QUESTIONS, build_sample_episode
 
 

@@ -8,7 +8,7 @@ what is done: memory writes are idempotent on record ids, answered cases are not
 malformed record, an empty corpus or a judge reply without a grade is marked with its reason and the run
 goes on. ``report.md`` and ``summary.json`` give, per system and step, the micro mean of normalized scores
 per domain and per task format (the paper's headline), raw means per dataset, and memory and predict time.
-``OUT`` is a run folder (:mod:`m3agent.outfolder`): it belongs to one record set, corpus and set of settings.
+``OUT`` is a run folder (:mod:`m3agent.files.outfolder`): it belongs to one record set, corpus and set of settings.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from m3agent.config import Config
@@ -36,11 +36,11 @@ from m3agent.eval.memorybench.scoring import score_case
 from m3agent.eval.memorybench.split import split_records
 from m3agent.eval.memorybench.systems import MemorySystem, corpora_for, system_spec
 from m3agent.factory import open_memory
+from m3agent.files.outfolder import OPERATIONAL, claim, fingerprint, settings, write_text
+from m3agent.files.private import private_dir
+from m3agent.files.resumable import ResultsFile
 from m3agent.models.embed.base import TextEmbedder
 from m3agent.models.llm.base import ChatModel
-from m3agent.outfolder import OPERATIONAL, claim, fingerprint, settings, write_text
-from m3agent.private import private_dir
-from m3agent.resumable import ResultsFile
 
 RESULT_KEYS = ("id", "system", "driver", "step", "dataset", "test_idx", "prediction", "score", "metric",
                "normalized", "predict_seconds", "problem")
@@ -92,6 +92,55 @@ def older_run(out: Path) -> bool:
         return False
     _results(out).load()
     return True
+
+
+# ------------------------------------------------------------------ a run as the command asks for it
+def select_records(data: str | None, datasets: str | None = None) -> tuple[Path, list[MBRecord], str]:
+    """The records a run reads from ``data`` (else ``$MEMORY_BENCH_PATH``): JSON lines, JSON, Parquet or the
+    published dataset folder; with ``datasets`` (comma-separated names) only theirs, malformed records kept to be
+    reported. Returns the data's path, the records and the fingerprint of all records read: the run folder
+    belongs to all of them."""
+    from m3agent.config import ConfigError
+    from m3agent.eval.memorybench.records import load_records
+
+    data = data or os.environ.get("MEMORY_BENCH_PATH")
+    if not data:
+        raise ConfigError("give --data PATH (or set MEMORY_BENCH_PATH): MemoryBench records, JSON lines or the "
+                          "published dataset folder")
+    records = load_records(data)
+    whole = fingerprint(records)
+    if datasets:
+        wanted = {d.strip() for d in datasets.split(",")}
+        records = [r for r in records if r.dataset in wanted or r.problem]
+    return Path(data), records, whole
+
+
+def memorybench_setup(data: Path, out: str | Path, config: Config, records: str = "", *, systems: str | None = None,
+                      progress: Callable[[int], None] | None = None,
+                      notice: Callable[[str], None] | None = None) -> MemoryBenchSetup:
+    """The run's :class:`MemoryBenchSetup`: the models ``bench.memorybench`` names (``systems`` overrides its
+    systems), built on first need; the corpora from ``corpus/`` beside or inside ``data``."""
+    from m3agent import factory
+
+    if systems:
+        config = replace(config, bench=replace(config.bench, memorybench=replace(config.bench.memorybench,
+                                                                                 systems=systems)))
+    corpus = (data if data.is_dir() else data.parent) / "corpus"
+    mb = config.bench.memorybench
+    extra = {k: v for k, v in (("progress", progress), ("notice", notice)) if v is not None}
+    return MemoryBenchSetup(out=Path(out), config=config, embedder=lambda: factory.build_embedder(config.embedder),
+                            chat=lambda: factory.build_chat(mb.answer), user=lambda: factory.build_chat(mb.user),
+                            judge=lambda: factory.build_chat(mb.judge), corpus_dir=corpus if corpus.is_dir() else None,
+                            data=records, **extra)
+
+
+def run_context(setup: MemoryBenchSetup, command: str) -> dict[str, str]:
+    """What produced the numbers, written at the top of the report: ``command``, the systems and the models."""
+    mb = setup.config.bench.memorybench
+    return {"command": command, "systems": mb.systems,
+            "answer model": f"{mb.answer.backend} {mb.answer.model}".strip(),
+            "user model": f"{mb.user.backend} {mb.user.model}".strip(),
+            "judge model": f"{mb.judge.backend} {mb.judge.model}".strip()}
 
 
 def run_memorybench(records: Sequence[MBRecord], driver: str, setup: MemoryBenchSetup,

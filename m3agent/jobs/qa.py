@@ -23,9 +23,9 @@ from pathlib import Path
 from m3agent.config import ControlConfig
 from m3agent.control import Answer, Controller, Question
 from m3agent.errors import M3AgentError
-from m3agent.jsonl import LineError, file_lines, loads, too_long
+from m3agent.files.jsonl import LineError, file_lines, loads, too_long
+from m3agent.files.resumable import Appender, ResultsFile, ResultsFileError
 from m3agent.memory.search import QueryError
-from m3agent.resumable import Appender, ResultsFile, ResultsFileError
 
 
 class QuestionFileError(M3AgentError, ValueError):
@@ -78,7 +78,7 @@ MAX_QUESTION_LINE = 1_000_000
 
 
 def read_questions(path: str | Path) -> list[QAItem]:
-    """The questions of a file read by the project's one reader (:mod:`m3agent.jsonl`: UTF-8 or UTF-16 with a
+    """The questions of a file read by the project's one reader (:mod:`m3agent.files.jsonl`: UTF-8 or UTF-16 with a
     BOM, bounded lines, text only); a line that is no question is an error naming it, before any model loads."""
     items: list[QAItem] = []
     seen: set[str] = set()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 
-from m3agent.jsonl import LineError, loads
+from m3agent.files.jsonl import LineError, loads
 from m3agent.media.clock import clock
 from m3agent.media.jpeg import encode_jpeg
 from m3agent.memorize.base import Memorizer, MemoryLines

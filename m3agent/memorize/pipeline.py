@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from m3agent.config import MemorizeConfig
+from m3agent.files.private import open_private
 from m3agent.media import MediaError, iter_clips, probe
 from m3agent.media.clips import prefetch
 from m3agent.media.fingerprint import content_fingerprint
@@ -30,7 +31,6 @@ from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
 from m3agent.perception.identity import Evidence
 from m3agent.perception.pipeline import ClipPerception, Perceiver
-from m3agent.private import open_private
 
 log = logging.getLogger(__name__)
 

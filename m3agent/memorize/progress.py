@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from m3agent.private import open_private
+from m3agent.files.private import open_private
 
 #: the stages a clip goes through, in order (faces and speech overlap, voices follow speech)
 STAGES = ("decode", "faces", "speech", "voices", "memorize")

@@ -17,8 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+from m3agent.files.private import opener
 from m3agent.memory.errors import MemoryStoreError
-from m3agent.private import opener
 
 _held: dict[str, list] = {}  # real lock path -> [fd, users]
 _guard = threading.Lock()

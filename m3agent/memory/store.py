@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from m3agent.files.private import private_dir, touch_private
 from m3agent.memory import locks
 from m3agent.memory.errors import (
     CorruptDatabaseError,
@@ -44,7 +45,6 @@ from m3agent.memory.model import (
     VoiceSegment,
     sql_kinds,
 )
-from m3agent.private import private_dir, touch_private
 
 log = logging.getLogger(__name__)
 

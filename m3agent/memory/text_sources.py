@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from m3agent.errors import M3AgentError
-from m3agent.jsonl import LineError, file_lines, loads, too_long
+from m3agent.files.jsonl import LineError, file_lines, loads, too_long
 from m3agent.memory.model import NodeKind
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.writer import MemoryWriter
@@ -87,7 +87,7 @@ def parse_record(value: object) -> TextRecord:
 
 
 def read_records(path: str | os.PathLike[str]) -> tuple[list[TextRecord], list[tuple[int, str]]]:
-    """Records of a JSON-lines file (read by :mod:`m3agent.jsonl`: UTF-8 or UTF-16 with a BOM, lines of at most
+    """Records of a JSON-lines file (read by :mod:`m3agent.files.jsonl`: UTF-8 or UTF-16 with a BOM, lines of at most
     :data:`MAX_RECORD_LINE` characters, text only), and ``(line number, reason)`` of each line that is not one
     (they are skipped: one bad line loses nothing else)."""
     if not os.path.exists(path):
@@ -130,9 +130,16 @@ def remember_lesson(writer: MemoryWriter, embed: Callable[[Sequence[str]], np.nd
     see it): feedback on an answer, a correction. Returns its node id."""
     if not writer.has_clip(video_id, clip):
         raise ValueError(f"video {video_id} has no clip {clip} to attach a lesson to")
-    with writer.clip(video_id, clip, float(clip), float(clip + 1), append=True) as batch:
+    with writer.clip(video_id, clip, *clip_span(writer.store, video_id, clip), append=True) as batch:
         node = batch.procedural(text, vector=embed([text])[0], meta=meta)
     return node
+
+
+def clip_span(store: SQLiteStore, video_id: int, clip: int) -> tuple[float, float]:
+    """Where clip ``clip`` of a video or text source lies, by the source's own clip length (a text source made
+    by :func:`text_source` counts its sessions in 1-s clips; one created with the clips of a video keeps those)."""
+    seconds = store.resolve_video(video_id).clip_seconds
+    return clip * seconds, (clip + 1) * seconds
 
 
 @dataclass
@@ -231,7 +238,7 @@ def _clip_groups(store: SQLiteStore, video_id: int, records: list[TextRecord]) -
 def _write_piece(writer: MemoryWriter, video_id: int, clip: int, append: bool, records: list[TextRecord],
                  vectors: Iterator[np.ndarray], kind: NodeKind, speakers: dict[str, int]) -> dict[str, int]:
     """One transaction: ``records`` as lines of ``clip``, each linked to its speaker; the speakers' node ids."""
-    with writer.clip(video_id, clip, float(clip), float(clip + 1), append=append) as batch:
+    with writer.clip(video_id, clip, *clip_span(writer.store, video_id, clip), append=append) as batch:
         ids: dict[str, int] = {}
         for record in records:
             links = ()

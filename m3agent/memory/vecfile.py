@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from m3agent.private import touch_private
+from m3agent.files.private import touch_private
 
 log = logging.getLogger(__name__)
 

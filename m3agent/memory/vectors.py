@@ -17,13 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from m3agent.config import IndexConfig
+from m3agent.files.private import touch_private
 from m3agent.memory import vecfile
 from m3agent.memory.index.flat import FlatIndex
 from m3agent.memory.model import DECLARATIVE_KINDS
 from m3agent.memory.sorted_ids import SortedIds
 from m3agent.memory.store import SQLiteStore
 from m3agent.memory.visibility import NEVER, visible
-from m3agent.private import touch_private
 
 log = logging.getLogger(__name__)
 SCATTERED_ROWS = 256  # up to this many rows of the vector file are read, not taken through its mapping

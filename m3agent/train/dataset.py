@@ -25,7 +25,7 @@ JSON-lines file, or :func:`memorybench_tasks` from MemoryBench's corpus datasets
 
 Tasks are split between train and validation (seeded); one the env refuses is skipped and counted.
 
-``--out`` is a run folder of train-data (:mod:`m3agent.outfolder`), claimed before any memory or model is
+``--out`` is a run folder of train-data (:mod:`m3agent.files.outfolder`), claimed before any memory or model is
 opened: someone else's folder is refused untouched. Each run writes the whole set again, so a re-run with
 other inputs replaces its own earlier set (nothing of it is reused, nothing of it is left behind).
 """
@@ -46,8 +46,8 @@ from m3agent.envs.base import Env, EnvError
 from m3agent.errors import M3AgentError
 from m3agent.eval.annotations import BenchItem, timed
 from m3agent.eval.memories import plan_memory
-from m3agent.jsonl import read_json_lines
-from m3agent.outfolder import claim, replacing, write_text
+from m3agent.files.jsonl import read_json_lines
+from m3agent.files.outfolder import claim, replacing, write_text
 from m3agent.train.tasks import (
     AGENT_NAME,
     MEMORY_BUILD_AGENT,
@@ -323,3 +323,48 @@ def memorybench_tasks(data: str | Path, notice=lambda text: None) -> list[dict]:
     return [{"id": f"memorybench/{name}", "questions": asked[name],
              "chunks": [{k: turn[k] for k in keys if turn.get(k) not in (None, "")} for turn in corpora[name]]}
             for name in sorted(asked) if name in corpora]
+
+
+# ------------------------------------------------------------------ the command: m3agent train-data
+class TrainDataOptionsError(M3AgentError, ValueError):
+    """Options of ``train-data`` that do not go together (the message says which are needed)."""
+
+
+@dataclass(frozen=True)
+class TrainDataRequest:
+    """What ``m3agent train-data`` is asked for: its options, as given. Control rows need ``annotations`` and
+    ``memories``; memory-build rows need ``tasks`` or ``memorybench`` (one of them)."""
+
+    out: str
+    task: str = "control"  # control | memory-build
+    annotations: str | None = None  # control: M3-Bench JSON
+    memories: str | None = None  # control: folder of memory DBs, VIDEO.db
+    tasks: str | None = None  # memory-build: JSON lines of {id, chunks, questions}
+    memorybench: str | None = None  # memory-build: MemoryBench records, one task per corpus conversation
+    val_fraction: float | None = None
+    seed: int | None = None
+
+
+def check_request(request: TrainDataRequest) -> None:
+    """Refuse options that do not fit (:class:`TrainDataOptionsError`), before any file is read."""
+    if request.val_fraction is not None and not 0 <= request.val_fraction < 1:
+        raise TrainDataOptionsError(f"--val-fraction must be in [0, 1) (got {request.val_fraction})")
+    if request.task == "control":
+        if not (request.annotations and request.memories) or request.tasks or request.memorybench:
+            raise TrainDataOptionsError("--task control needs --annotations and --memories (--tasks and "
+                                        "--memorybench are for --task memory-build)")
+    elif bool(request.tasks) == bool(request.memorybench):
+        raise TrainDataOptionsError("--task memory-build needs --tasks FILE or --memorybench DATA (one of them)")
+
+
+def build_train_data(request: TrainDataRequest, config: Config, notice=lambda text: None) -> dict:
+    """Check ``request``, then write its rows into ``request.out`` (:func:`build_dataset` or
+    :func:`build_task_dataset`); returns the summary. ``notice`` hears of a conversation without its corpus."""
+    check_request(request)
+    split = {"val_fraction": request.val_fraction, "seed": request.seed}
+    if request.task == "control":
+        return build_dataset(request.annotations, request.memories, request.out, config, **split)
+    source = Path(request.tasks or request.memorybench)
+    tasks = read_tasks(source) if request.tasks else memorybench_tasks(source, notice=notice)
+    kind = "memory-build" if request.tasks else "memorybench"
+    return build_task_dataset(tasks, request.out, config, data_source=f"{kind}/{source.stem}", **split)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from m3agent.config import Config
 from m3agent.factory import SharedEmbedders, open_memory
+from m3agent.files.shelf import Shelf
 from m3agent.memory.errors import MemoryStoreError
-from m3agent.shelf import Shelf
 
 if TYPE_CHECKING:
     from m3agent.memory.graph import MemoryGraph

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from m3agent.errors import M3AgentError
-from m3agent.private import private_dir
+from m3agent.files.private import private_dir
 
 MEMORY_SUFFIX = ".db"
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

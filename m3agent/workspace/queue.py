@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from m3agent.files.private import open_private, private_dir
 from m3agent.memorize.progress import Progress, read_progress
-from m3agent.private import open_private, private_dir
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 

@@ -21,10 +21,10 @@ import numpy as np
 
 from m3agent import factory
 from m3agent.config import ChatConfig, Config
-from m3agent.workspace.folder import DataFolder, DataFolderError
 from m3agent.errors import M3AgentError
+from m3agent.files.shelf import Shelf
 from m3agent.memory.errors import UnknownEntityError
-from m3agent.shelf import Shelf
+from m3agent.workspace.folder import DataFolder, DataFolderError
 
 if TYPE_CHECKING:
     from m3agent.memory.graph import MemoryGraph
@@ -282,10 +282,9 @@ class Workspace:
         asked = Question(question, before_clip)
         chat = self.chat(choice)
         controller = factory.build_controller(graph, self.config, chat=chat)
-        controller.step.video_of(asked)
         started = time.perf_counter()
-        with self._answering:
-            answer = controller.answer_many([asked])[0]
+        with self._answering:  # a video memory cannot answer about raises; a model failure is the answer's error
+            answer = controller.answer(asked, raise_failure=False)
         data = answer.to_dict()
         data["question"] = question
         data["evidence"] = best_evidence(answer, graph.embed_queries, limit=3)

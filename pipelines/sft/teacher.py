@@ -16,7 +16,7 @@ the checked answer, in the memorizer's target format::
                   {"role": "assistant", "content": "{\\"episodic\\": [...], \\"semantic\\": [...]}"}]}
 
 It is resumable: a record is synced to disk before its clip is committed to the DB, a run skips the clips
-whose id is already in ``--out`` (a torn last line is dropped, see :mod:`m3agent.resumable`), and the DB
+whose id is already in ``--out`` (a torn last line is dropped, see :mod:`m3agent.files.resumable`), and the DB
 resumes at its first missing clip. A clip the teacher fails on (after ``memorize.chat_retries``) gets the
 grounded lines in the DB and no record; the summary counts them. ``--text-only`` keeps the text prompt and
 drops the images (data for a text-only memorizer).
@@ -34,13 +34,13 @@ from pathlib import Path
 
 from m3agent.config import Config, load_config
 from m3agent.errors import M3AgentError
+from m3agent.files.resumable import Appender, ResultsFile, ResultsFileError
 from m3agent.media.fingerprint import content_fingerprint
 from m3agent.memorize.base import Memorizer, MemoryLines
 from m3agent.memorize.chat import ChatMemorizer
 from m3agent.memorize.grounded import GroundedMemorizer
 from m3agent.models.llm.base import ChatModel, ChatResponse, Generation, Message, text_only
 from m3agent.perception.pipeline import ClipPerception
-from m3agent.resumable import Appender, ResultsFile, ResultsFileError
 
 RECORD_KEYS = ("video", "clip", "messages")
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from m3agent.errors import M3AgentError
-from m3agent.jsonl import json_lines, read_text
+from m3agent.files.jsonl import json_lines, read_text
 from m3agent.models.llm.base import text_only
 
 IGNORE = -100  # the label of a token the loss skips

@@ -58,7 +58,7 @@ def test_search_then_answer_with_names_and_trace(kitchen):
     a = kitchen.ids["alice_face"]
     chat = ScriptedChat(["Action: [Search]\nContent: who opens the fridge in the kitchen",
                          f"<think>found it</think>Action: [Answer]\nContent: <character_{a}> opened it."])
-    answer = Controller(kitchen, chat, M3).answer("Who opened the fridge?")
+    answer = Controller(kitchen, chat, M3).answer(Question("Who opened the fridge?"))
     assert answer.answer == "Alice opened it."
     assert [r.action for r in answer.rounds] == ["search", "answer"]
     assert answer.rounds[0].clips and answer.rounds[0].clips[0] == 0
@@ -76,7 +76,7 @@ def test_search_then_answer_with_names_and_trace(kitchen):
 
 def test_seed_search_gives_the_first_round_evidence(kitchen):
     chat = ScriptedChat(["Action: [Answer]\nContent: Alice"])
-    answer = Controller(kitchen, chat).answer("Who opens the fridge in the kitchen?")
+    answer = Controller(kitchen, chat).answer(Question("Who opens the fridge in the kitchen?"))
     seed, final = answer.rounds
     assert seed.by == "seed" and seed.action == "search" and seed.content == "Who opens the fridge in the kitchen?"
     assert 0 in seed.clips and seed.prompt_tokens == 0
@@ -89,7 +89,7 @@ def test_malformed_reply_searches_raw_text_and_last_round_forces_answer(kitchen)
     chat = ScriptedChat(["the guitar on the sofa", "Action: [Search]\nContent: guitar concert sofa",
                          "Action: [Search]\nContent: quantum physics lecture notes",
                          "Action: [Search]\nContent: more", "Action: [Search]\nContent: Bob plays guitar"])
-    answer = Controller(kitchen, chat, ControlConfig(max_rounds=3, seed_search=False)).answer("Who plays guitar?")
+    answer = Controller(kitchen, chat, ControlConfig(max_rounds=3, seed_search=False)).answer(Question("Who plays guitar?"))
     assert len(answer.rounds) == 3
     assert answer.rounds[0].malformed and answer.rounds[0].action == "search" and answer.rounds[0].clips
     assert answer.rounds[2].action == "answer"  # forced on the last round, whatever the model says
@@ -101,11 +101,11 @@ def test_empty_results_are_flagged_and_clips_never_repeat(kitchen):
     chat = ScriptedChat(["Action: [Search]\nContent: cooks pasta in the kitchen",
                          "Action: [Search]\nContent: cooks pasta in the kitchen",
                          "Action: [Answer]\nContent: Bob"])
-    answer = Controller(kitchen, chat, M3).answer("Who cooks?")
+    answer = Controller(kitchen, chat, M3).answer(Question("Who cooks?"))
     first, second = answer.rounds[0].clips, answer.rounds[1].clips
     assert first and not set(first) & set(second)
     empty = ScriptedChat(["Action: [Search]\nContent: zebra xylophone", "Action: [Answer]\nContent: unknown"])
-    Controller(kitchen, empty, M3).answer("Anything about zebras?")
+    Controller(kitchen, empty, M3).answer(Question("Anything about zebras?"))
     assert EMPTY_RESULT in empty.calls[1][-1]["content"]
 
 
@@ -113,11 +113,11 @@ def test_character_id_lookup_and_before_clip(kitchen):
     a, bob = kitchen.ids["alice_face"], kitchen.ids["bob_face"]
     chat = ScriptedChat(["Action: [Search]\nContent: What is the character id of Alice",
                          f"Action: [Answer]\nContent: <character_{a}> and <character_{bob}>"])
-    answer = Controller(kitchen, chat, M3).answer("Who is Alice?", before_clip=0)
+    answer = Controller(kitchen, chat, M3).answer(Question("Who is Alice?", before_clip=0))
     assert f"<character_{a}>'s name is Alice" in chat.calls[1][-1]["content"]
     assert answer.answer == "Alice and an unnamed person"  # Bob never says his name; ids never leak
     chat = ScriptedChat(["Action: [Search]\nContent: cooks pasta in the kitchen", "Action: [Answer]\nContent: x"])
-    early = Controller(kitchen, chat, M3).answer("Who cooks?", before_clip=1)
+    early = Controller(kitchen, chat, M3).answer(Question("Who cooks?", before_clip=1))
     assert all(c <= 1 for c in early.rounds[0].clips)
 
 
@@ -147,7 +147,7 @@ def test_context_overflow_drops_the_oldest_search_results_first(kitchen):
         return sum(len(m["content"]) for m in messages)
 
     roomy = ScriptedChat(replies)
-    Controller(kitchen, roomy).answer("What happens in the kitchen?")
+    Controller(kitchen, roomy).answer(Question("What happens in the kitchen?"))
     limit = size(roomy.calls[-1]) - 150  # the last round no longer fits as it stands
 
     class Tight(ScriptedChat):
@@ -157,7 +157,7 @@ def test_context_overflow_drops_the_oldest_search_results_first(kitchen):
             return super()._complete(messages, params)
 
     chat = Tight(replies)
-    answer = Controller(kitchen, chat).answer("What happens in the kitchen?")
+    answer = Controller(kitchen, chat).answer(Question("What happens in the kitchen?"))
     assert answer.answer == "done" and not answer.error
     sent = chat.calls[-1]
     assert sent[1]["content"].startswith(DROPPED) and size(sent) <= limit
@@ -178,14 +178,14 @@ def test_a_failing_question_does_not_sink_the_batch(kitchen):
     assert answers[0].answer == "fine" and answers[0].error is None
     assert answers[1].error == "server said 400"
     with pytest.raises(ChatError):
-        Controller(kitchen, ScriptedChat(reply)).answer("explode?")
+        Controller(kitchen, ScriptedChat(reply)).answer(Question("explode?"))
     lost = Controller(kitchen, ScriptedChat(reply)).answer_many([Question("Who?", video="no-such-video")])[0]
     assert "no video 'no-such-video'" in lost.error and lost.answer == ""
 
 
 def test_transient_failures_are_retried_then_reported(kitchen):
     flaky = ScriptedChat([TransientChatError("connection refused"), "Action: [Answer]\nContent: Alice"])
-    assert Controller(kitchen, flaky).answer("Who opens the fridge?").answer == "Alice"
+    assert Controller(kitchen, flaky).answer(Question("Who opens the fridge?")).answer == "Alice"
     assert len(flaky.calls) == 2
     down = ScriptedChat([TransientChatError("connection refused")], retries=1)
     answer = Controller(kitchen, down).answer_many([Question("Who opens the fridge?")])[0]
@@ -221,10 +221,10 @@ def test_questions_that_cannot_be_answered_fail_before_any_model_call(kitchen):
         Question("Who?", before_clip=-1)
     chat = ScriptedChat(["Action: [Answer]\nContent: made up"])
     with pytest.raises(QueryError, match="before_clip"):
-        Controller(kitchen, chat).answer("Who?", before_clip=-3)
+        Controller(kitchen, chat).answer(Question("Who?", before_clip=-3))
     kitchen.add_video("empty")  # memorization never got to its first clip
     with pytest.raises(EmptyMemoryError, match="no clip of video 'empty'"):
-        Controller(kitchen, chat).answer("Who cooks?", video="empty")
+        Controller(kitchen, chat).answer(Question("Who cooks?", video="empty"))
     answer = Controller(kitchen, chat).answer_many([Question("Who cooks?", video="empty")])[0]
     assert "no clip of video 'empty'" in answer.error and answer.answer == ""
     assert chat.calls == []
@@ -246,5 +246,5 @@ def test_before_clip_past_the_last_clip_sees_all_clips_and_negative_is_an_error(
         with pytest.raises(QueryError, match="the search query is empty"):
             check_query(query)  # the CLI's rule; the library still answers an empty query with no clips
     chat = ScriptedChat(["Action: [Answer]\nContent: Bob"])
-    answer = Controller(kitchen, chat).answer("Who cooks pasta in the kitchen?", before_clip=10**30)
+    answer = Controller(kitchen, chat).answer(Question("Who cooks pasta in the kitchen?", before_clip=10**30))
     assert 3 in answer.rounds[0].clips  # the seed search saw the last clip

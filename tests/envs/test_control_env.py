@@ -3,7 +3,7 @@
 import pytest
 
 from m3agent.config import ControlConfig, RewardConfig, load_config
-from m3agent.control import KNOWLEDGE_PREFIX, Controller
+from m3agent.control import KNOWLEDGE_PREFIX, Controller, Question
 from m3agent.envs import EnvError
 from m3agent.envs.control import ControlEnv
 from m3agent.eval.judge import OfflineJudge
@@ -97,7 +97,7 @@ def test_same_protocol_as_the_controller(kitchen):
     a = kitchen.ids["alice_face"]
     replies = ["Action: [Search]\nContent: who opens the fridge", f"Action: [Answer]\nContent: <character_{a}>"]
     chat = ScriptedChat(replies)
-    answer = Controller(kitchen, chat, ControlConfig()).answer("Who opened the fridge?", before_clip=2)
+    answer = Controller(kitchen, chat, ControlConfig()).answer(Question("Who opened the fridge?", before_clip=2))
     env = env_for(kitchen, ControlConfig())
     observations = [list(env.reset({"question": "Who opened the fridge?", "before_clip": 2, "answer": "Alice"}))]
     for reply in replies:

@@ -143,7 +143,7 @@ def test_the_command_line(tmp_path, capsys):
 
 
 def test_the_run_folder_is_ours_or_refused_untouched(tmp_path):
-    from m3agent.outfolder import OutFolderError, fingerprint
+    from m3agent.files.outfolder import OutFolderError, fingerprint
 
     records = load_records(FIXTURE / "records.jsonl")
     (tmp_path / "out").mkdir()

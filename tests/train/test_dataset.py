@@ -252,7 +252,7 @@ def test_out_onto_a_file_or_under_one_is_one_line(tmp_path, capsys):
 
 
 def test_a_bench_run_folder_is_not_a_dataset_folder(tmp_path, capsys):
-    from m3agent.outfolder import claim
+    from m3agent.files.outfolder import claim
 
     claim(tmp_path / "bench", "bench m3", {"annotation questions": "x"})
     assert cli_tasks(tmp_path, tmp_path / "bench") == 2
@@ -261,7 +261,7 @@ def test_a_bench_run_folder_is_not_a_dataset_folder(tmp_path, capsys):
 
 def test_before_clip_counts_the_clips_of_the_videos_own_memory(tmp_path, embedder):
     """A memory cut into 10-second clips: a question at 00:45 may see clips 0-3, whatever the configured length."""
-    from tests.jobs.test_bench import ten_second_memory
+    from tests.jobs.test_m3bench import ten_second_memory
 
     (tmp_path / "memories").mkdir()
     ten_second_memory(tmp_path / "memories" / "short.db", embedder)

@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from m3agent.config import load_config
-from m3agent.workspace.folder import DataFolderError
 from m3agent.errors import M3AgentError
 from m3agent.memory.errors import UnknownEntityError
 from m3agent.memory.locks import WriterBusyError
 from m3agent.workspace import ChatChoice, Workspace
+from m3agent.workspace.folder import DataFolderError
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from m3agent.errors import M3AgentError
-from m3agent.jsonl import MAX_LINE, LineError, file_lines, loads, read_text, too_long
+from m3agent.files.jsonl import MAX_LINE, LineError, file_lines, loads, read_text, too_long
 
 _UNREADABLE = "cannot read MemoryBench data {source}: {reason}"
 #: how a case is keyed in results: one dataset's test_idx values are unique, several datasets' are not

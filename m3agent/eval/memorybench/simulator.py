@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from m3agent.jsonl import LineError, loads
+from m3agent.files.jsonl import LineError, loads
 from m3agent.models.llm.base import ChatModel
 
 LIKE_TEXT = "Great! That's correct. Thank you for the accurate answer."

@@ -2,7 +2,7 @@
 
 import json
 
-from m3agent.terminal import dumps, safe
+from m3agent.files.terminal import dumps, safe
 
 
 def test_controls_and_direction_marks_are_shown_not_obeyed():

@@ -3,8 +3,8 @@
 import stat
 
 from m3agent.config import IndexConfig, MemoryConfig
+from m3agent.files.private import open_private, private_dir
 from m3agent.memory import MemoryGraph
-from m3agent.private import open_private, private_dir
 from tests.conftest import rand_vec
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from m3agent.config import MemoryBuildConfig
 from m3agent.errors import M3AgentError
-from m3agent.jsonl import LineError, loads
+from m3agent.files.jsonl import LineError, loads
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind, TextNode
 from m3agent.models.llm.base import answer_text

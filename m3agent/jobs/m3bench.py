@@ -8,7 +8,7 @@ re-run skips judged questions, judges answered ones again whose verdict is missi
 judge), and asks failed ones again. A question that cannot be answered (no memory, a corrupt one, a bad
 annotation, a failing model or judge) gets its reason, and the run goes on. Models load only when a
 question needs them, so a run with no memories at all finishes at once with every reason written. ``--out``
-is a run folder (:mod:`m3agent.outfolder`): it belongs to one annotation file, memory folder and set of
+is a run folder (:mod:`m3agent.files.outfolder`): it belongs to one annotation file, memory folder and set of
 answering settings, and a re-run resumes only for the same.
 """
 
@@ -30,10 +30,10 @@ from m3agent.eval.annotations import BenchItem, asked_early, timed
 from m3agent.eval.judge import Judge, Verdict, choice_prompt, score_choice
 from m3agent.eval.memories import MemoryPlan, plan_memory
 from m3agent.eval.report import Summary, write_report
+from m3agent.files.outfolder import claim, fingerprint, settings, staged
+from m3agent.files.private import open_private
+from m3agent.files.resumable import Appender, ResultsFile
 from m3agent.media.fingerprint import content_fingerprint
-from m3agent.outfolder import claim, fingerprint, settings, staged
-from m3agent.private import open_private
-from m3agent.resumable import Appender, ResultsFile
 
 if TYPE_CHECKING:
     from m3agent.control import Controller
@@ -99,6 +99,116 @@ def results_path(out: str | Path) -> Path:
 
 def load_results(out: str | Path) -> dict[str, dict]:
     return ResultsFile(results_path(out), RESULT_KEYS, "m3agent bench").load()
+
+
+# ------------------------------------------------------------------ a run as the command asks for it
+@dataclass(frozen=True)
+class M3BenchRequest:
+    """What ``m3agent bench m3`` is asked for: its options, as given (paths relative to the working folder)."""
+
+    annotations: str
+    memories: str
+    out: str
+    videos: str | None = None
+    limit: int | None = None
+    format: str = "auto"
+    duration: str | None = None
+    evidence: str | None = None
+    title: str | None = None
+    feedback: bool = False
+    correction_rate: float | None = None
+    overrides: Sequence[str] = ()  # the --set options, repeated in the report's command line
+
+    @property
+    def benchmark(self) -> str:
+        """The report's title: ``--title``, else the annotation file's name."""
+        return self.title or Path(self.annotations).name
+
+
+def select_questions(request: M3BenchRequest, config: Config) -> tuple[list[BenchItem], str]:
+    """The questions the run asks (``--duration`` and ``--limit`` take a part of the file) and the fingerprint
+    of the whole file's questions: the run folder belongs to the whole file."""
+    from m3agent.config import ConfigError
+    from m3agent.eval.annotations import read_annotations
+
+    items = read_annotations(request.annotations, fmt=request.format, evidence=request.evidence,
+                             clip_seconds=config.memorize.perception.clip_seconds)
+    questions = fingerprint(items)
+    if request.duration:
+        items = [item for item in items if item.duration == request.duration]
+    if request.limit is not None:
+        if request.limit < 1:
+            raise ConfigError(f"--limit must be >= 1 (got {request.limit})")
+        items = items[:request.limit]
+    return items, questions
+
+
+def check_paths(request: M3BenchRequest) -> None:
+    """``--memories`` and ``--videos`` are folders (memories may be missing where videos are given: the first
+    memorization creates it), and ``--out`` would not write over the annotations."""
+    from m3agent.config import ConfigError
+
+    for flag, folder in (("--memories", request.memories), ("--videos", request.videos)):
+        if folder is not None and not Path(folder).is_dir():
+            if flag == "--memories" and request.videos is not None and not Path(folder).exists():
+                continue  # created when the first video is memorized into it
+            raise ConfigError(f"{flag} {folder} is not a folder")
+    out = Path(request.out)
+    if results_path(out).resolve() == Path(request.annotations).resolve():
+        raise ConfigError(f"--out {out} would write over the annotations {request.annotations}")
+
+
+def bench_setup(request: M3BenchRequest, config: Config, questions: str = "", *,
+                progress: Callable[[int], None] | None = None,
+                notice: Callable[[str], None] | None = None) -> BenchSetup:
+    """The run's :class:`BenchSetup`: the control model and the judge ``config`` names, built on first need."""
+    from m3agent import factory
+
+    extra = {"notice": notice} if notice is not None else {}
+    return BenchSetup(memories=Path(request.memories), out=Path(request.out), config=config,
+                      chat=lambda: factory.build_chat(config.control.chat),
+                      judge=lambda: factory.build_judge(config.bench.judge),
+                      judge_label=factory.judge_label(config.bench.judge),
+                      videos=Path(request.videos) if request.videos else None, questions=questions,
+                      progress=progress, **extra)
+
+
+def run_context(request: M3BenchRequest, config: Config) -> dict[str, str]:
+    """What produced the numbers, written at the top of the report: the command, the control model and its
+    settings, the machine and the date."""
+    import datetime
+    import platform
+    import shlex
+
+    from m3agent.factory import chat_backend
+
+    def shown(path) -> str:
+        relative = os.path.relpath(path)
+        return relative if not relative.startswith("..") else str(path)
+
+    words = [w for o in request.overrides for w in ("--set", o)] + [
+        "bench", "m3", "--annotations", shown(request.annotations), "--memories", shown(request.memories),
+        "--out", shown(request.out)]
+    for flag, value in (("--videos", request.videos), ("--limit", request.limit), ("--duration", request.duration),
+                        ("--evidence", request.evidence)):
+        if value is not None:
+            words += [flag, shown(value) if flag in ("--videos", "--evidence") else str(value)]
+    if request.format != "auto":
+        words += ["--format", request.format]
+    if request.feedback:
+        words += ["--feedback"] + (["--correction-rate", f"{request.correction_rate:g}"]
+                                   if request.correction_rate is not None else [])
+    chat = config.control.chat
+    model = chat.model or ("bundled SmolLM2-135M-Instruct" if chat.backend in ("", "auto") else "")
+    search = config.memory.search
+    threshold = search.threshold if search.threshold is not None else "the embedder's"
+    return {"command": "m3agent " + shlex.join(words),
+            "control model": chat_backend(chat.backend) + (f": {model}" if model else ""),
+            "control": f"{config.control.max_rounds} rounds, question searched first: {config.control.seed_search}, "
+                       f"batches of {config.control.batch_size}; search top {search.top_k} clips, threshold {threshold}, "
+                       f"{search.retrieval} ranking, {config.control.lessons} lessons shown",
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            "date": datetime.date.today().isoformat()}
 
 
 def run_identity(items: Sequence[BenchItem], setup: BenchSetup) -> dict:

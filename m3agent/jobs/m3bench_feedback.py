@@ -36,7 +36,10 @@ from m3agent.eval.memorybench.simulator import (
     case_rng,
 )
 from m3agent.eval.report import is_correct
-from m3agent.jobs.bench import (
+from m3agent.files.outfolder import claim, write_text
+from m3agent.files.private import private_dir
+from m3agent.files.resumable import ResultsFile
+from m3agent.jobs.m3bench import (
     BenchSetup,
     _answer_fields,
     _base,
@@ -48,9 +51,6 @@ from m3agent.jobs.bench import (
     run_bench,
     run_identity,
 )
-from m3agent.outfolder import claim, write_text
-from m3agent.private import private_dir
-from m3agent.resumable import ResultsFile
 
 FEEDBACK_SEED = 42
 OWN_NAMES = frozenset({"without", "with", "feedback.json", "feedback.md"})

@@ -9,10 +9,10 @@ from m3agent.cli import main
 from m3agent.config import BenchConfig, Config, ControlConfig, JudgeConfig
 from m3agent.eval.annotations import read_annotations
 from m3agent.eval.judge import ChatJudge, OfflineJudge
-from m3agent.jobs.bench import BenchInterrupted, BenchSetup, load_results, run_bench
+from m3agent.files.outfolder import MARKER, OutFolderError, fingerprint
+from m3agent.jobs.m3bench import BenchInterrupted, BenchSetup, load_results, run_bench
 from m3agent.models.llm.base import ChatError
 from m3agent.models.llm.scripted import ScriptedChat
-from m3agent.outfolder import MARKER, OutFolderError, fingerprint
 from tests.data import M3BENCH
 from tests.memory.test_m3_import import m3, m3_pickle  # noqa: F401  (fixtures)
 
@@ -203,7 +203,7 @@ def test_videos_answered_at_once_share_the_control_model(tmp_path, kitchen):
 
 
 def test_feedback_is_kept_as_procedural_memory_and_helps_later_questions(tmp_path, kitchen, db_path):
-    from m3agent.jobs.bench_feedback import run_feedback_bench
+    from m3agent.jobs.m3bench_feedback import run_feedback_bench
     from m3agent.memory import MemoryGraph
 
     kitchen.close()
@@ -264,7 +264,7 @@ def one_error_line(capsys, command="bench") -> str:
 
 
 def test_someone_elses_report_is_never_overwritten(tmp_path, kitchen, capsys):
-    from m3agent.jobs.bench_feedback import run_feedback_bench
+    from m3agent.jobs.m3bench_feedback import run_feedback_bench
 
     theirs = {"report.md": "# my report\n", "summary.json": '{"mine": true}\n', "accuracy_by_type.png": "png"}
     (tmp_path / "out").mkdir()

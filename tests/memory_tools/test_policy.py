@@ -6,10 +6,10 @@ import json
 import pytest
 
 from m3agent.config import MemoryBuildConfig
-from m3agent.memops.policy import Chunk, build_memory, chunks_of, record_chunks
-from m3agent.memops.tools import MemoryTools
 from m3agent.memory import MemoryGraph
 from m3agent.memory.text_sources import parse_record
+from m3agent.memory_tools.policy import Chunk, build_memory, chunks_of, record_chunks
+from m3agent.memory_tools.tools import MemoryTools
 from m3agent.models.llm.base import ChatError
 from m3agent.models.llm.scripted import ScriptedChat
 from tests.data import CHAT

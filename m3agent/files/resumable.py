@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from m3agent.errors import M3AgentError
-from m3agent.private import open_private
+from m3agent.files.private import open_private
 
 
 class ResultsFileError(M3AgentError, ValueError):

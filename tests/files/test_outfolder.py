@@ -7,7 +7,15 @@ import stat
 import pytest
 
 from m3agent.config import ControlConfig
-from m3agent.outfolder import MARKER, OutFolderError, claim, replacing, settings, staged, write_text
+from m3agent.files.outfolder import (
+    MARKER,
+    OutFolderError,
+    claim,
+    replacing,
+    settings,
+    staged,
+    write_text,
+)
 
 
 def mode(path):

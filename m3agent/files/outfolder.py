@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from m3agent.errors import M3AgentError
-from m3agent.private import private_dir, touch_private
+from m3agent.files.private import private_dir, touch_private
 
 MARKER = ".m3agent-run.json"
 

@@ -4,8 +4,8 @@ ids that are missing or of the wrong kind, the core block, and malformed calls r
 import pytest
 
 from m3agent.config import MemoryBuildConfig
-from m3agent.memops.tools import MemoryTools, ToolCall, parse_tool_calls
 from m3agent.memory.model import NodeKind
+from m3agent.memory_tools.tools import MemoryTools, ToolCall, parse_tool_calls
 
 
 @pytest.fixture

@@ -1,14 +1,13 @@
-"""The shared JSON-lines reader and the open-once shelf."""
+"""The shared JSON-lines reader."""
 
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 
 from m3agent.errors import M3AgentError
-from m3agent.jsonl import (
+from m3agent.files.jsonl import (
     JsonLinesError,
     LineError,
     file_lines,
@@ -18,7 +17,6 @@ from m3agent.jsonl import (
     read_json_lines,
     read_text,
 )
-from m3agent.shelf import Shelf
 
 
 def test_values_in_order_blank_lines_skipped_and_only_newlines_split(tmp_path):
@@ -40,15 +38,6 @@ def test_a_bad_line_is_named_and_a_torn_last_line_dropped_only_when_asked(tmp_pa
         list(json_lines(torn, "t", message="line {number} of {source}"))
     with pytest.raises(JsonLinesError, match="cannot read"):
         read_json_lines(tmp_path / "missing.jsonl")
-
-
-def test_a_shelf_opens_each_key_once_and_closes_what_it_opened():
-    opened, closed = [], []
-    shelf = Shelf(lambda key: opened.append(key) or [key], closer=closed.append, lock=threading.Lock())
-    first = shelf.get("a")
-    assert shelf.get("a") is first and shelf.get("b") == ["b"] and opened == ["a", "b"] and len(shelf) == 2
-    shelf.close()
-    assert closed == [["a"], ["b"]] and "a" not in shelf
 
 
 def test_utf8_with_a_bom_and_utf16_read_alike(tmp_path):

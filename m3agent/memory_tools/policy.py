@@ -18,10 +18,16 @@ from dataclasses import dataclass, field
 
 from m3agent.config import ChatConfig, Config, MemoryBuildConfig
 from m3agent.errors import M3AgentError
-from m3agent.memops.tools import MemoryTools, ParsedReply, ToolResult, format_line, parse_tool_calls
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
 from m3agent.memory.text_sources import TextRecord, parse_record
+from m3agent.memory_tools.tools import (
+    MemoryTools,
+    ParsedReply,
+    ToolResult,
+    format_line,
+    parse_tool_calls,
+)
 from m3agent.models.llm.base import ChatModel
 from m3agent.prompts import load_prompt
 
@@ -100,14 +106,14 @@ class MemoryBuilder:
 
     @staticmethod
     def system() -> dict:
-        return {"role": "system", "content": load_prompt("memops_system")}
+        return {"role": "system", "content": load_prompt("memory_tools_system")}
 
     def observation(self, chunk: Chunk, number: int, total: int) -> dict:
         """The user message for chunk ``number`` (1-based) of ``total``."""
         tools = self.tools
         counts = tools.counts()
         related = tools.search(chunk.text, self.config.shown_lines) if self.config.shown_lines else []
-        text = load_prompt("memops_chunk").format(
+        text = load_prompt("memory_tools_chunk").format(
             number=number, total=total, core=tools.core() or "(empty)",
             semantic=counts.get(NodeKind.SEMANTIC, 0), episodic=counts.get(NodeKind.EPISODIC, 0),
             related="\n".join(format_line(hit) for hit in related) or "(none)",

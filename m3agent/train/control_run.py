@@ -1,0 +1,146 @@
+"""``m3agent train control``: train the control model on this machine, from the rows ``m3agent train-data`` wrote.
+
+The same Parquet rows verl trains on (one environment, one reward for the CPU run and the GPU run), read here
+as tasks: the memory DB each row names, its question, reference answer and ``before_clip``, and (from the
+evidence file the world generator writes beside its annotations) the clips its evidence is in.
+
+1. a supervised warm start on gold episodes (:mod:`m3agent.train.gold`) of ``warm_tasks`` rows;
+2. GRPO (:mod:`m3agent.train.grpo`) on the rows, with checkpoints: a stopped run resumes;
+3. the adapter (PEFT's folder) in ``OUT/adapter``, the curve ``OUT/curve.png`` and ``OUT/summary.json``.
+Each stage that finished is kept: a re-run goes on from where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from m3agent.config import Config
+from m3agent.errors import M3AgentError
+from m3agent.train.grpo import GrpoSettings
+from m3agent.train.policy import LoraSettings
+
+
+class ControlTrainingError(M3AgentError, ValueError):
+    """Training data that cannot train the control model (no rows, rows of another task)."""
+
+
+@dataclass(frozen=True)
+class ControlTraining:
+    """The knobs of a CPU run: how many rows warm it up, then the GRPO and LoRA settings."""
+
+    warm_tasks: int = 256
+    warm_epochs: int = 1
+    warm_learning_rate: float = 2e-4
+    warm_batch: int = 4
+    rounds: int = 3  # control rounds an episode may take while training (inference keeps control.max_rounds)
+    grpo: GrpoSettings = field(default_factory=GrpoSettings)
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    threads: int = 0
+
+
+def read_tasks(data: str | Path, evidence: str | Path | None = None) -> list[dict[str, Any]]:
+    """Control tasks from train-data Parquet rows (with each question's evidence clips when given)."""
+    import pyarrow.parquet as pq
+
+    from m3agent.train.tasks import task_of
+
+    clips = json.loads(Path(evidence).read_text(encoding="utf-8")) if evidence else {}
+    tasks = []
+    for row in pq.read_table(str(data)).to_pylist():
+        extra = row.get("extra_info") or {}
+        if row.get("agent_name") != "m3agent_control" or not extra.get("memory"):
+            continue
+        task = task_of(extra, (row.get("reward_model") or {}).get("ground_truth"))
+        task.update(memory=extra["memory"], prompt=row["prompt"], evidence=clips.get(extra.get("question_id"), []))
+        tasks.append(task)
+    if not tasks:
+        raise ControlTrainingError(f"{data} holds no control rows (write them with m3agent train-data)")
+    return tasks
+
+
+def train_control(config: Config, data: str | Path, out_dir: str | Path, settings: ControlTraining = ControlTraining(),
+                  *, evidence: str | Path | None = None, notice: Callable[[str], None] = print) -> dict[str, Any]:
+    import dataclasses
+
+    from m3agent import factory
+    from m3agent.train.gold import gold_reply
+    from m3agent.train.grpo import train_grpo
+    from m3agent.train.policy import load_base, with_adapter
+    from m3agent.train.rollouts import ControlRollouts
+    from m3agent.train.sft import warm_start
+    from m3agent.train.tasks import MemoryShelf
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    config = dataclasses.replace(config, control=dataclasses.replace(config.control, max_rounds=settings.rounds))
+    tasks = read_tasks(data, evidence)
+    shelf = MemoryShelf(config)
+
+    def env_for(task: dict[str, Any]):
+        return factory.build_env(config, "control", memory=shelf.get(task["memory"]))
+
+    for task in tasks:  # the prompt as this run's environment starts it (the rows may carry another round count)
+        task["prompt"] = env_for(task).reset(task)
+    tokenizer, model = load_base(config.control.chat.model if config.control.chat.model.endswith(".gguf") else "",
+                                 settings.threads)
+    warm_dir = out / "warm"
+    summary: dict[str, Any] = {"tasks": len(tasks), "settings": asdict(settings)}
+    if (warm_dir / "adapter_config.json").exists():
+        model = with_adapter(model, settings.lora, warm_dir)
+        notice(f"warm start: kept from {warm_dir}")
+    else:
+        model = with_adapter(model, settings.lora)
+        picked = random.Random(settings.grpo.seed).sample(tasks, min(settings.warm_tasks, len(tasks)))
+        gold = ControlRollouts(tokenizer, env_for).replay(picked, gold_reply)
+        notice(f"warm start: {len(gold)} gold episodes, {sum(bool(g.right) for g in gold)} judged right")
+        losses = warm_start(model, gold, pad=tokenizer.pad_token_id, epochs=settings.warm_epochs,
+                            learning_rate=settings.warm_learning_rate, batch_size=settings.warm_batch,
+                            seed=settings.grpo.seed, on_step=_progress(notice, "warm start loss"))
+        model.save_pretrained(str(warm_dir))
+        (warm_dir / "losses.json").write_text(json.dumps(losses))
+    summary["warm_losses"] = json.loads((warm_dir / "losses.json").read_text()) if (warm_dir / "losses.json").exists() \
+        else []
+    train_grpo(model, tokenizer, tasks, env_for, out / "grpo", settings.grpo,
+               on_step=lambda row: notice(f"GRPO step {row['step']}: reward {row['reward']:.2f}, "
+                                          f"accuracy {row['accuracy']:.2f}"))
+    model.save_pretrained(str(out / "adapter"))
+    steps = [json.loads(line) for line in (out / "grpo" / "steps.jsonl").read_text().splitlines()]
+    summary.update(steps=steps, seconds=round(time.perf_counter() - started, 1), adapter=str(out / "adapter"))
+    plot_curve(summary["warm_losses"], steps, out / "curve.png")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    shelf.close()
+    return summary
+
+
+def _progress(notice: Callable[[str], None], label: str, every: int = 10) -> Callable[[int, float], None]:
+    def report(step: int, value: float) -> None:
+        if step == 1 or step % every == 0:
+            notice(f"{label} (step {step}): {value:.3f}")
+    return report
+
+
+def plot_curve(losses: list[float], steps: list[dict], path: Path) -> None:
+    """The warm start's loss and each GRPO step's reward and accuracy, side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    left.plot(range(1, len(losses) + 1), losses, color="tab:gray")
+    left.set(title="warm start (gold episodes)", xlabel="step", ylabel="loss")
+    xs = [s["step"] for s in steps]
+    right.plot(xs, [s["reward"] for s in steps], label="reward", color="tab:blue")
+    right.plot(xs, [s["accuracy"] for s in steps], label="accuracy", color="tab:green")
+    right.set(title="GRPO (episodes of each step)", xlabel="step", ylim=(-0.05, 1.05))
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

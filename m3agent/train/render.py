@@ -1,0 +1,97 @@
+"""Synthetic worlds (:mod:`m3agent.train.worlds`) in the shapes the rest of the package reads.
+
+* :func:`annotations`: M3-Bench's robot annotation file, exactly as the mini M3-Bench writes its own
+  (``bench/m3mini/build.py``): every question has a ``timestamp`` (its ``at``, else the end of the video) and
+  ``before_clip = floor(seconds / 30) - 1``; ``reasoning`` quotes the scenes of evidence.
+* :func:`evidence`: the ``NAME.evidence.json`` sidecar, ``{question_id: [clip, ...]}``.
+* :func:`records`: the world as a text memory (:class:`~m3agent.memory.text_sources.TextRecord`), one record a
+  spoken scene, its session the 30-second clip it falls in, so a text memory's clips are the video's. A video
+  memory knows no names until someone says one, so speakers are neutral labels (``speaker_1`` for the first
+  to speak) and names come from the lines themselves, as they do in a video.
+* :func:`scenes`: the world as :class:`~m3agent.samples.synth.Scene` s for
+  :func:`~m3agent.samples.synth.build_episode`: each person's photo on screen while their espeak-ng voice
+  says their line, every scene exactly 15 s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from m3agent.memory.text_sources import TextRecord
+from m3agent.samples.synth import Scene
+from m3agent.train.worlds import CLIP_SECONDS, SCENE_SECONDS, World, clip_of, scene_start
+
+#: voice key (:data:`m3agent.train.worlds.VOICE_KEYS`) -> espeak-ng voice: the mini M3-Bench's three, and more
+VOICES = {"man_us": "en-us+m3", "man_gb": "en-gb-x-rp+m7", "man_scot": "en-gb-scotland+m1",
+          "woman_1": "en+f4", "woman_2": "en-us+f2", "woman_3": "en-gb+f3"}
+
+
+def clock(seconds: float) -> str:
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes:02d}:{rest:02d}"
+
+
+def question_id(world: World, number: int) -> str:
+    return f"{world.id}_Q{number:02d}"
+
+
+def annotations(worlds: Iterable[World]) -> dict:
+    """``{world id: {video_path, mem_path, qa_list}}``: M3-Bench's robot schema, one video a world."""
+    out = {}
+    for world in worlds:
+        qa_list = []
+        for number, ask in enumerate(world.asks, 1):
+            at = world.asked_at(ask)
+            lines = "; ".join(f"scene {s} at {clock(scene_start(s))}: \"{world.scenes[s].text}\"" for s in ask.scenes)
+            qa_list.append({"question": ask.question, "answer": ask.answer, "question_id": question_id(world, number),
+                            "reasoning": f"The answer follows from {lines}.", "timestamp": clock(at),
+                            "type": list(ask.types), "before_clip": int(at // CLIP_SECONDS) - 1})
+        out[world.id] = {"video_path": f"videos/{world.id}.mp4", "mem_path": f"memories/{world.id}.db",
+                         "qa_list": qa_list}
+    return out
+
+
+def evidence(worlds: Iterable[World]) -> dict[str, list[int]]:
+    """``{question_id: [clip, ...]}``: the clips holding each answer's evidence."""
+    return {question_id(world, number): sorted({clip_of(s) for s in ask.scenes})
+            for world in worlds for number, ask in enumerate(world.asks, 1)}
+
+
+def speaker_labels(world: World) -> dict[str, str]:
+    """Person key -> ``speaker_N``, numbered in the order people first speak."""
+    order = list(dict.fromkeys(line.speaker for line in world.scenes if line.speaker))
+    return {key: f"speaker_{n}" for n, key in enumerate(order, 1)}
+
+
+def records(world: World) -> list[TextRecord]:
+    """One record a spoken scene: ``[MM:SS] speaker_N: line``, in the session of its 30-second clip."""
+    labels = speaker_labels(world)
+    out = [TextRecord(f"{world.id}/scene-{line.scene:02d}", line.text, clock(scene_start(line.scene)),
+                      labels[line.speaker], str(clip_of(line.scene)))
+           for line in world.scenes if line.speaker]
+    sessions = [int(r.session) for r in out]
+    if sorted(set(sessions)) != list(range(world.clips)):  # a text memory numbers its clips by session
+        raise ValueError(f"{world.id}: some 30-second clip has no spoken scene; its text memory would number "
+                         "the clips after it differently from the video")
+    return out
+
+
+def scenes(world: World, photos: Sequence[str | Sequence[str]]) -> list[Scene]:
+    """The world's scenes for :func:`~m3agent.samples.synth.build_episode`. ``photos``: one entry per
+    identity, a photo or several photos of one person; a person is shown by ``photos[person.photo]`` (their
+    photos in turn, scene by scene), or, when there are fewer identities than that, not at all (an off-screen
+    voice over a plain background)."""
+    identities = [[p] if isinstance(p, str) else list(p) for p in photos]
+    seen: dict[str, int] = {}
+    out = []
+    for line in world.scenes:
+        if line.speaker is None:
+            out.append(Scene(None, None, None, "", min_seconds=SCENE_SECONDS))
+            continue
+        person = world.person(line.speaker)
+        shown = identities[person.photo] if person.photo < len(identities) else []
+        turn = seen.get(person.key, 0)
+        seen[person.key] = turn + 1
+        image = shown[turn % len(shown)] if shown else None
+        out.append(Scene(person.key, image, VOICES[person.voice], line.text, min_seconds=SCENE_SECONDS))
+    return out

@@ -1,0 +1,59 @@
+"""A supervised warm start: the policy learns the gold replies of whole episodes before RL.
+
+Each example is an episode replayed with gold replies (:func:`m3agent.train.gold.gold_reply` through
+:meth:`ControlRollouts.replay`), so it carries the same tokens and the same mask RL trains on: the loss counts the
+model's own tokens (mask 1) and never the prompt or what the environment said back.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+from m3agent.train.rollouts import Rollout
+
+IGNORED = -100  # the label transformers' loss skips
+
+
+def batches(rollouts: Sequence[Rollout], size: int, pad: int):
+    """``(input_ids, attention_mask, labels)`` tensors of ``size`` episodes each, padded on the right."""
+    import torch
+
+    for start in range(0, len(rollouts), size):
+        chunk = rollouts[start:start + size]
+        width = max(len(r.prompt_ids) + len(r.completion_ids) for r in chunk)
+        ids, mask, labels = [], [], []
+        for r in chunk:
+            tokens = r.prompt_ids + r.completion_ids
+            learn = [IGNORED] * len(r.prompt_ids) + [t if m else IGNORED for t, m in zip(r.completion_ids, r.env_mask)]
+            fill = width - len(tokens)
+            ids.append(tokens + [pad] * fill)
+            mask.append([1] * len(tokens) + [0] * fill)
+            labels.append(learn + [IGNORED] * fill)
+        yield torch.tensor(ids), torch.tensor(mask), torch.tensor(labels)
+
+
+def warm_start(model, examples: Sequence[Rollout], *, pad: int, epochs: int = 1, learning_rate: float = 2e-4,
+               batch_size: int = 4, seed: int = 0, on_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """Train ``model``'s trainable weights on ``examples``; returns the loss of every step."""
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=learning_rate)
+    order = list(examples)
+    losses: list[float] = []
+    model.train()
+    for epoch in range(epochs):
+        random.Random(f"{seed}:{epoch}").shuffle(order)
+        for ids, mask, labels in batches(order, batch_size, pad):
+            loss = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
+                         labels=labels.to(model.device)).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(float(loss))
+            if on_step:
+                on_step(len(losses), losses[-1])
+    model.eval()
+    return losses

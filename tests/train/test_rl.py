@@ -1,0 +1,94 @@
+"""Training the control policy: episodes as token sequences with the environment masked out, gold replies, a
+supervised warm start and two GRPO steps through TRL, on a tiny text memory with the bundled model."""
+
+import json
+
+import pytest
+
+from m3agent import factory
+from m3agent.config import load_config
+from m3agent.memory.text_sources import TextRecord
+from m3agent.train.gold import gold_reply
+from m3agent.train.grpo import GrpoSettings, prompt_key, train_grpo
+from m3agent.train.policy import LoraSettings, load_base, with_adapter
+from m3agent.train.rollouts import ControlRollouts, trl_output
+from m3agent.train.sft import IGNORED, batches, warm_start
+
+pytestmark = pytest.mark.models
+
+RECORDS = [TextRecord("1", "Hello, my name is Ines. I left my umbrella in the red locker.", "00:05", "speaker_1", "0"),
+           TextRecord("2", "I am Bruno and I repair boats at the harbour.", "00:20", "speaker_2", "0"),
+           TextRecord("3", "Yesterday it rained on the whole valley.", "00:40", "speaker_2", "1"),
+           TextRecord("4", "I moved my umbrella from the locker to the car trunk.", "01:10", "speaker_1", "2")]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    config = load_config(overrides=["control.max_rounds=2"])
+    graph = factory.open_memory(tmp_path_factory.mktemp("rl") / "w.db", config, create=True)
+    graph.remember("world_a", RECORDS)
+    tok, model = load_base()
+    yield config, graph, tok, model
+    graph.close()
+
+
+def _env_for(config, graph):
+    return lambda task: factory.build_env(config, "control", memory=graph)
+
+
+TASKS = [{"question": "What is Bruno's job?", "answer": "He repairs boats.", "video": "world_a", "evidence": [0]},
+         {"question": "Where is Ines's umbrella now?", "answer": "In the car trunk.", "video": "world_a",
+          "evidence": [0, 1, 2], "evidence_queries": {"1": "it rained on the whole valley"}}]
+
+
+def test_an_episode_is_its_conversation_token_for_token_and_only_replies_are_learned(world):
+    config, graph, tok, _ = world
+    env_for = _env_for(config, graph)
+    rollouts = ControlRollouts(tok, env_for)
+    seen = []
+
+    def policy(env, task):  # search once, then answer: two replies, one search result between them
+        seen.append(env)
+        return "Action: [Search]\nContent: umbrella locker" if env.round == 1 else "Action: [Answer]\nContent: Bruno"
+
+    (episode,) = rollouts.replay([TASKS[0]], policy)
+    env = seen[-1]
+    assert episode.rounds == 2 and len(episode.completion_ids) == len(episode.env_mask)
+    whole = tok.decode(episode.prompt_ids + episode.completion_ids)
+    assert whole == rollouts.render(env.messages, generation=False).rstrip("\n")  # what inference would see
+    learned = tok.decode([t for t, m in zip(episode.completion_ids, episode.env_mask) if m])
+    assert learned == "Action: [Search]\nContent: umbrella locker<|im_end|>Action: [Answer]\nContent: Bruno<|im_end|>"
+    said = tok.decode([t for t, m in zip(episode.completion_ids, episode.env_mask) if not m])
+    assert "Search results for" in said and "locker" in said and "Action: [Search]" not in said
+    out = trl_output([episode])
+    assert out["env_mask"] == [episode.env_mask] and out["logprobs"] is None and out["env_reward"] == [0.0]
+    (ids, mask, labels), = batches([episode], 4, tok.pad_token_id)
+    assert [int(t) for t, lab in zip(ids[0], labels[0]) if int(lab) != IGNORED] == \
+        [t for t, m in zip(episode.completion_ids, episode.env_mask) if m]  # the loss sees the replies only
+
+
+def test_gold_replies_answer_once_the_evidence_is_shown_and_search_for_what_is_missing(world):
+    config, graph, tok, _ = world
+    episodes = ControlRollouts(tok, _env_for(config, graph)).replay(TASKS, gold_reply)
+    assert [e.right for e in episodes] == [True, True] and [e.reward for e in episodes] == [1.0, 1.0]
+    assert [e.rounds for e in episodes] == [1, 2]  # clip 1 is not among what the question's own search found
+    assert "Content: it rained on the whole valley" in tok.decode(episodes[1].completion_ids)
+
+
+@pytest.mark.slow
+def test_a_warm_start_then_two_grpo_steps_train_the_adapter_and_log_each_step(world, tmp_path):
+    config, graph, tok, base = world
+    env_for = _env_for(config, graph)
+    model = with_adapter(base, LoraSettings(rank=4, alpha=8, targets=("q_proj", "v_proj")))
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    gold = ControlRollouts(tok, env_for).replay(TASKS, gold_reply)
+    losses = warm_start(model, gold, pad=tok.pad_token_id, epochs=2, batch_size=2, learning_rate=1e-3)
+    assert len(losses) == 2 and losses[-1] < losses[0]
+    assert any(not p.equal(before[n]) for n, p in model.named_parameters() if p.requires_grad)
+    tasks = [dict(t, prompt=env_for(t).reset(t)) for t in TASKS]
+    assert len({prompt_key(t["prompt"]) for t in tasks}) == 2
+    settings = GrpoSettings(steps=2, prompts_per_step=1, generations=2, max_new_tokens=16, save_every=1)
+    train_grpo(model, tok, tasks, env_for, tmp_path, settings)
+    steps = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 2] and all(s["episodes"] == 2 for s in steps)
+    assert (tmp_path / "checkpoint-2" / "adapter_config.json").exists()
