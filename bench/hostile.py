@@ -2,7 +2,7 @@
 the real CLI. Every case must end in what it should do or in a clean one-line error; never a traceback,
 never lost data. Prints a table and a summary (``--write FILE`` also writes it as Markdown).
 
-    python bench/hostile.py [--workdir DIR] [--only NAME ...] [--write docs/HOSTILE.md]
+    python -m bench.hostile [--workdir DIR] [--only NAME ...] [--write docs/HOSTILE.md]
 
 It builds the sample episode, memorizes it once with the embedded models, and copies that memory for the
 cases that change it. A full run takes a few minutes on 2 cores.
@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from m3agent.samples import damaged  # noqa: E402
 from m3agent.samples.episode import PEOPLE, build_sample_episode, photo  # noqa: E402
@@ -166,7 +165,9 @@ class Bench:
                    f"{sum(r.data_lost for r in self.results)} cases with data lost, "
                    f"{sum(r.security for r in self.results)} security failures, "
                    f"{sum(not r.behaved for r in self.results)} cases not behaving as the issue asks")
-        return "\n".join(rows) + "\n" + summary
+        # the notes quote what the commands said, paths included: written relative to the repository, so the
+        # document reads the same whoever ran it where
+        return ("\n".join(rows) + "\n" + summary).replace(str(ROOT) + "/", "")
 
 
 CASES: list[tuple[str, str, str, Callable[[Bench, Result], None]]] = []
@@ -1044,7 +1045,7 @@ def main() -> None:
     table = bench.table()
     print("\n" + table)
     if args.write:
-        head = (f"# Hostile cases\n\n`python bench/hostile.py` on {platform.node() or 'this machine'} "
+        head = (f"# Hostile cases\n\n`python -m bench.hostile` on {platform.node() or 'this machine'} "
                 f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}, {time.perf_counter() - started:.0f} s.\n\n"
                 f"{LEGEND}\n\n")
         Path(args.write).write_text(head + table + "\n")

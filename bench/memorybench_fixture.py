@@ -1,6 +1,6 @@
 """The MemoryBench fixture through every driver and system, scores written to docs/RESULTS.md.
 
-Usage: ``python bench/memorybench_fixture.py [--write docs/RESULTS.md]``.
+Usage: ``python -m bench.memorybench_fixture [--write docs/RESULTS.md]``.
 
 The fixture (tests/data/memorybench: 22 records written for this project in the published schema, a Locomo
 conversation in the published corpus layout) covers the four task formats and both feedback paths. The
@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 FIXTURE = ROOT / "tests" / "data" / "memorybench"
 USER = '{"reasoning": "fine", "satisfaction_score": 8, "behavior": "end_conversation", "response": null}'
@@ -52,7 +50,7 @@ def run_all(out: Path) -> dict:
 
 def render(results: dict) -> str:
     lines = ["Micro mean of normalized scores per domain and task format at each driver's last step "
-             "(5 test cases; `python bench/memorybench_fixture.py --write docs/RESULTS.md`).", ""]
+             "(5 test cases; `python -m bench.memorybench_fixture --write docs/RESULTS.md`).", ""]
     groups = ["Open-Domain", "Legal", "LiSo", "SiLo", "LiLo", "SiSo"]
     lines += ["| driver | system | " + " | ".join(groups) + " | memory s / case | predict s (p50) |",
               "|---|---|" + "---|" * len(groups) + "---|---|"]

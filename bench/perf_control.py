@@ -1,6 +1,6 @@
 """Control process: retrieval quality on the fixture episode and answer latency per round per chat backend.
 
-Usage: ``python bench/perf_control.py [--backends scripted llamacpp openai transformers] [--write docs/BENCHMARKS.md]``.
+Usage: ``python -m bench.perf_control [--backends scripted llamacpp openai transformers] [--write docs/BENCHMARKS.md]``.
 
 Builds and memorizes the sample episode (the shipped photos and espeak-ng voices; cached under
 ``bench/.cache/control``), then
@@ -20,13 +20,11 @@ import contextlib
 import dataclasses
 import json
 import statistics
-import sys
 import time
 from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 CACHE = ROOT / "bench" / ".cache" / "control"
 
 
@@ -125,7 +123,7 @@ def render(result: dict) -> str:
         for c in result["control"])
     return f"""## Control process: retrieval and answer latency (`bench/perf_control.py`)
 
-Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_control.py --write docs/BENCHMARKS.md`.
+Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python -m bench.perf_control --write docs/BENCHMARKS.md`.
 
 The fixture episode is the demo's sample episode (3 people, 10 scenes, 2.2 min, 5 clips), memorized with the
 embedded stack. 18 fixture questions (`m3agent/samples/episode.py`), each tied to the script line that holds its answer.

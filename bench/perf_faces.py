@@ -1,6 +1,6 @@
 """Face recall by face size, false hits and speed of the face detectors, on real photos placed into 720p frames.
 
-Usage: ``python bench/perf_faces.py [--write docs/BENCHMARKS.md]``. Every face of the repository's photos
+Usage: ``python -m bench.perf_faces [--write docs/BENCHMARKS.md]``. Every face of the repository's photos
 (``tests/data/faces``, ``tests/data/faces_more``; not the group photo ``t1.jpg``, which is measured on its own,
 nor a face cut by the photo's edge) is cut out with some of its surroundings, scaled so that the face is 20, 30,
 40, 60 or 110 px wide and placed into 1280x720 frames whose background is a collage of the photos' face-free
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from datetime import date
@@ -33,7 +32,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SIZES = (20, 30, 40, 60, 110)
 FRAME = (720, 1280)  # height, width
@@ -332,7 +330,7 @@ def render(r: dict, note: str = "") -> str:
     scales = ", ".join(f"x{g['scale']:g} (faces {min(g['widths'], default=0)}-{max(g['widths'], default=0)} px)"
                        for g in widths)
     people = ", ".join(r["people"])
-    return f"""Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_faces.py --write docs/BENCHMARKS.md`.
+    return f"""Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python -m bench.perf_faces --write docs/BENCHMARKS.md`.
 {note + chr(10) + chr(10) if note else ''}{r['faces']} faces of {r['photos']} photos of `tests/data/faces*` (every face found at full size, not the group photo
 and not a face cut by the photo's edge), each cut out with some surroundings, scaled to the face width of the column
 and placed into 1280x720 frames ({PER_FRAME} to a frame) over a collage of the photos' face-free parts; plus

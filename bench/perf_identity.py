@@ -1,7 +1,7 @@
 """Identity fixtures that are hard on purpose: how many people end up in one node (a merge, the costly error) and
 how many nodes a person gets (a split), per fixture, with the full embedded stack.
 
-Usage: ``python bench/perf_identity.py [--only NAME ...] [--write docs/BENCHMARKS.md]``
+Usage: ``python -m bench.perf_identity [--only NAME ...] [--write docs/BENCHMARKS.md]``
 
 Every fixture is built from the repository's own data (photos in ``tests/data/faces``, espeak-ng voices,
 recorded speech in ``tests/data/speech``):
@@ -29,14 +29,12 @@ import argparse
 import json
 import platform
 import re
-import sys
 import tempfile
 import time
 from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 FACES = ROOT / "tests" / "data" / "faces"
 LIBRISPEECH = ROOT / "tests" / "data" / "speech" / "librispeech_test-other"
@@ -200,7 +198,7 @@ def main() -> None:
         from bench.markers import replace_block
 
         head = (f"Machine: {platform.processor() or platform.machine()}, 2 cores. Date: {date.today()}. Command: "
-                "`python bench/perf_identity.py --write docs/BENCHMARKS.md`.")
+                "`python -m bench.perf_identity --write docs/BENCHMARKS.md`.")
         replace_block(args.write, "perf_identity", head + "\n\n" + text)
 
 

@@ -1,6 +1,6 @@
 """Memorization speed per stage and identity purity with the embedded CPU stack.
 
-Usage: ``python bench/perf_memorize.py [--minutes 5] [--write docs/BENCHMARKS.md]``. Renders a
+Usage: ``python -m bench.perf_memorize [--minutes 5] [--write docs/BENCHMARKS.md]``. Renders a
 720p episode of the fixture people (tests/episode.py script, repeated to the requested length),
 memorizes it at 1 fps, and reports the real-time factor overall and per stage, plus identity
 purity: the share of face/voice nodes whose every sighting belongs to one person, and whether each
@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -20,7 +19,6 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def purity(export: dict, timings) -> dict:
@@ -119,7 +117,7 @@ def render(r: dict, previous: str = "") -> str:
     rows = "\n".join(f"| {k} | {v:.1f} s | {v / minutes:.2f} s |" for k, v in stages.items())
     return f"""## Memorization: real-time factor and identity purity (`bench/perf_memorize.py`)
 
-Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_memorize.py --write docs/BENCHMARKS.md`.
+Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python -m bench.perf_memorize --write docs/BENCHMARKS.md`.
 Python {platform.python_version()}; embedded stack: {faces}, {r.get('voice_backend', 'campp')} voices, Silero VAD + Whisper
 tiny.en (int8, two threads, two clips' speech in one window where it fits), MiniLM text embeddings; 1 fps, 30-s clips, frames decoded at most {r.get('max_side', 960)} px.
 

@@ -1,6 +1,6 @@
 """Memory-core benchmark: insert and search at 10k, 100k and 1M text nodes (384-d MiniLM vectors).
 
-Usage: ``python bench/perf_memory.py [--sizes 10000 100000 1000000] [--write docs/BENCHMARKS.md] [--keep]``;
+Usage: ``python -m bench.perf_memory [--sizes 10000 100000 1000000] [--write docs/BENCHMARKS.md] [--keep]``;
 ``--db PATH`` reopens a kept DB in a fresh process (first search since process start, search p50, RSS).
 Each size runs in its own process (clean RSS). Vectors are real MiniLM embeddings of 60k real
 sentences (bench/corpus.py); beyond that, node vectors are synthesised around real ones:
@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 RESULTS = ROOT / "bench" / "results_memory.json"  # latest result per size, rendered together
 LINES_PER_CLIP = 50
@@ -247,7 +246,7 @@ def render(results: list[dict]) -> str:
         "## Memory core: insert and search (`bench/perf_memory.py`)",
         "",
         f"Machine: {machine()}. Date: {date.today().isoformat()}. Command: "
-        "`python bench/perf_memory.py --write docs/BENCHMARKS.md`.",
+        "`python -m bench.perf_memory --write docs/BENCHMARKS.md`.",
         "",
         "Real MiniLM vectors of 60k real sentences (package docstrings + M3-Bench answers); above 60k, vectors "
         "synthesised around the real ones (cosine ~0.89 to their source). 500 real M3-Bench questions as queries, "

@@ -1,6 +1,6 @@
 """Lexical, dense and fused search: evidence recall@k and latency on a labeled set built from real text.
 
-Usage: ``python bench/perf_search.py [--group 10] [--limit 0] [--write docs/BENCHMARKS.md]``.
+Usage: ``python -m bench.perf_search [--group 10] [--limit 0] [--write docs/BENCHMARKS.md]``.
 
 The labeled set: M3-Bench's real web annotation file (tests/data/m3bench/web.json). Each question's reasoning is
 split into sentences, which become memory lines of a text source holding the lines of ``--group``
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from datetime import date
@@ -25,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from bench.perf_memory import machine  # noqa: E402
 
@@ -130,7 +128,7 @@ def main() -> None:
     result = run(args.group, args.limit)
     CACHE.mkdir(parents=True, exist_ok=True)
     (CACHE / "results_search.json").write_text(json.dumps(result, indent=1))
-    command = "python bench/perf_search.py" + (f" --group {args.group}" if args.group != 10 else "") + (
+    command = "python -m bench.perf_search" + (f" --group {args.group}" if args.group != 10 else "") + (
         f" --limit {args.limit}" if args.limit else "") + (f" --write {args.write}" if args.write else "")
     section = render(result, command)
     print(section)

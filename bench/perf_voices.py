@@ -1,7 +1,7 @@
 """Voice identities on real speech: how well each voice backend separates speakers, and how many voice nodes
 memorization makes per speaker.
 
-Usage: ``python bench/perf_voices.py [--backends campp resemblyzer] [--per-speaker 5] [--write docs/BENCHMARKS.md]``.
+Usage: ``python -m bench.perf_voices [--backends campp resemblyzer] [--per-speaker 5] [--write docs/BENCHMARKS.md]``.
 
 1. Segments: every utterance of the 6 LibriSpeech speakers in ``tests/data/speech`` embedded whole, and cut into
    3-s and 1.5-s pieces; same-speaker and different-speaker cosine similarities, the equal error rate, and
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from datetime import date
@@ -28,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SPEECH = ROOT / "tests" / "data" / "speech" / "librispeech_test-other"
 FACES = ROOT / "tests" / "data" / "faces"
@@ -214,7 +212,7 @@ def render(r: dict, per_speaker: int) -> str:
                                            f"{s['pieces'][p]['different_max']:.2f})" for p in PIECES)
         + f" | {s['ms_per_segment']:.0f} ms |" for name, s in r["segments"].items())
     first = next(iter(r["episode"].values()))
-    return f"""Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python bench/perf_voices.py --write docs/BENCHMARKS.md`.
+    return f"""Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python -m bench.perf_voices --write docs/BENCHMARKS.md`.
 
 Segments: 6 LibriSpeech test-other speakers x 10 utterances (`tests/data/speech`), each embedded whole and in up
 to three 3-s and 1.5-s pieces. Equal error rate over all pairs, with (5th percentile of same-speaker cosine /

@@ -2,7 +2,7 @@
 
 Each kind of backend maps a short name to a ``"module:Class"`` path. Every backend class builds itself
 the same way, ``Class.from_config(section, **deps)``: ``section`` is its kind's part of the config tree
-(see ``CONFIG_SECTION``) and ``deps`` are objects other backends provide (the chat memorizer's chat
+(the factory picks it: ``memory.*`` for an embedder, ``memorize.perception`` for faces, ...) and ``deps`` are objects other backends provide (the chat memorizer's chat
 model). The registry only finds the classes; :mod:`m3agent.factory` builds them. Users add their own with
 :func:`register`, or name a ``module:Class`` directly in the config.
 """

@@ -21,12 +21,9 @@ import argparse
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from bench.markers import replace_block  # noqa: E402
 from m3agent.control.text import KNOWLEDGE_PREFIX  # noqa: E402

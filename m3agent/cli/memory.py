@@ -6,7 +6,7 @@ import os
 import sys
 
 from m3agent.cli.common import open_db, print_json, warn
-from m3agent.config import Config
+from m3agent.config import DEFAULT_CLIP_SECONDS, Config
 from m3agent.files.terminal import dumps, safe
 
 
@@ -218,5 +218,6 @@ def add_commands(sub) -> None:
     p.add_argument("pickle")
     p.add_argument("db")
     p.add_argument("--video", default=None, help="name for the imported video (default: file name)")
-    p.add_argument("--clip-seconds", type=float, default=30.0)
+    p.add_argument("--clip-seconds", type=float, default=DEFAULT_CLIP_SECONDS,
+                   help="the clip length the graph was built with (M3-Agent: 30 s)")
     p.set_defaults(func=cmd_import_m3)

@@ -1,4 +1,5 @@
-"""Training data: ``train-data`` (:mod:`m3agent.train.dataset`)."""
+"""Training: ``train-data`` (:mod:`m3agent.train.dataset`), ``train worlds`` (:mod:`m3agent.train.world_data`) and
+``train control`` (:mod:`m3agent.train.control_run`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 
 from m3agent.cli.common import print_json
 from m3agent.config import Config
+from m3agent.errors import M3AgentError
 
 
 def cmd_train_data(args, config: Config) -> int:
@@ -25,6 +27,29 @@ def cmd_train_data(args, config: Config) -> int:
     return 0 if summary["train"] + summary["val"] else 1
 
 
+def cmd_train(args, config: Config) -> int:
+    if args.what == "worlds":
+        from m3agent.train.world_data import write_worlds
+
+        print_json(write_worlds(args.out, args.count, args.seed, config, render=args.render, photos_dir=args.photos))
+        return 0
+    from dataclasses import replace
+
+    from m3agent.train.control_run import ControlTraining, train_control
+
+    plan = ControlTraining()
+    plan = replace(plan, warm_tasks=args.warm_tasks, threads=args.threads,
+                   grpo=replace(plan.grpo, steps=args.steps, generations=args.generations,
+                                prompts_per_step=args.prompts, learning_rate=args.lr, seed=args.seed))
+    if not args.data:
+        raise M3AgentError("train control needs --data: the train.parquet m3agent train-data wrote")
+    summary = train_control(config, args.data, args.out, plan, evidence=args.evidence,
+                            notice=lambda text: print(text, file=sys.stderr))
+    print_json({k: v for k, v in summary.items() if k not in ("warm_losses", "steps")} |
+               {"last_steps": summary["steps"][-5:]})
+    return 0
+
+
 def add_commands(sub) -> None:
     p = sub.add_parser("train-data", help="training tasks as verl Parquet: control questions (M3-Bench annotations + "
                        "memory DBs, split by video) or memory-build streams (split by task)")
@@ -42,3 +67,23 @@ def add_commands(sub) -> None:
     p.add_argument("--seed", type=int, default=None, help="seed of the split (train.seed)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_train_data)
+
+    p = sub.add_parser("train", help="train on this machine: `worlds` writes synthetic training worlds (annotations "
+                       "and their memories, disjoint from every benchmark); `control` trains the control model (a "
+                       "LoRA adapter on the bundled SmolLM2: a warm start on gold episodes, then GRPO through TRL)")
+    p.add_argument("what", choices=["worlds", "control"])
+    p.add_argument("--out", required=True, help="worlds: the folder to write; control: the run folder (resumable)")
+    p.add_argument("--count", type=int, default=500, help="worlds: how many")
+    p.add_argument("--seed", type=int, default=7, help="worlds: the generator's seed; control: the run's seed")
+    p.add_argument("--render", choices=["text", "video"], default="text",
+                   help="worlds: text memories (cheap) or videos memorized by the real pipeline")
+    p.add_argument("--photos", default=None, help="worlds --render video: a folder of face photos")
+    p.add_argument("--data", default=None, help="control: train.parquet written by m3agent train-data")
+    p.add_argument("--evidence", default=None, help="control: the worlds' evidence file (worlds.evidence.json)")
+    p.add_argument("--warm-tasks", type=int, default=256, help="control: gold episodes of the warm start")
+    p.add_argument("--steps", type=int, default=40, help="control: GRPO steps")
+    p.add_argument("--prompts", type=int, default=2, help="control: questions a GRPO step")
+    p.add_argument("--generations", type=int, default=4, help="control: episodes a question (GRPO's group)")
+    p.add_argument("--lr", type=float, default=2e-5, help="control: GRPO's learning rate")
+    p.add_argument("--threads", type=int, default=0, help="control: torch threads (0: torch's choice)")
+    p.set_defaults(func=cmd_train)

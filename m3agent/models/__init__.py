@@ -1,1 +1,1 @@
-"""Model backends: text embedders (and, later, chat LLMs)."""
+"""Model backends: text embedders (``embed``) and chat models (``llm``), and where bundled weights live."""

@@ -52,7 +52,7 @@ def warm_start(model, examples: Sequence[Rollout], *, pad: int, epochs: int = 1,
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             optimizer.zero_grad()
-            losses.append(float(loss))
+            losses.append(loss.item())
             if on_step:
                 on_step(len(losses), losses[-1])
     model.eval()

@@ -25,10 +25,11 @@ import random
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from m3agent.config import DEFAULT_CLIP_SECONDS
 from m3agent.train import vocabulary as vocab
 
 SCENE_SECONDS = 15.0
-CLIP_SECONDS = 30.0
+CLIP_SECONDS = DEFAULT_CLIP_SECONDS  # a world's clips are the videos' clips
 #: the longest line a scene may say: espeak-ng at 150 words a minute says 34 words in about 11 s, which with
 #: the half second before and the second after speech fits a 15-second scene
 MAX_LINE_WORDS = 34

@@ -1,5 +1,6 @@
-"""Embedded default: dlib's HOG detector and ResNet face descriptor (128-d), weights from the
-``face-recognition-models`` package. Same person: L2 0.07-0.4; different people: >= 0.63."""
+"""dlib's HOG detector and ResNet face descriptor (128-d), weights from the ``face-recognition-models``
+package (``face_backend=dlib``; the default detector is RetinaFace, which embeds with this descriptor).
+Same person: L2 0.07-0.4; different people: >= 0.63."""
 
 from __future__ import annotations
 

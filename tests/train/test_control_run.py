@@ -1,0 +1,35 @@
+"""``m3agent train worlds`` and ``m3agent train control``: the command's checks, its tasks, its curve."""
+
+import json
+
+import pytest
+
+from m3agent.cli import main
+from m3agent.train.control_run import ControlTrainingError, plot_curve, read_tasks
+from m3agent.train.dataset import write_parquet
+
+
+def test_train_control_needs_the_train_data_rows(tmp_path, capsys):
+    assert main(["train", "control", "--out", str(tmp_path / "run")]) == 2  # a usage error
+    assert "needs --data" in capsys.readouterr().err
+    rows = [{"prompt": [{"role": "user", "content": "x"}], "agent_name": "m3agent_memory_build",
+             "reward_model": {"ground_truth": ""}, "extra_info": {"task": "{}"}}]
+    write_parquet(rows, tmp_path / "train.parquet")
+    with pytest.raises(ControlTrainingError, match="no control rows"):
+        read_tasks(tmp_path / "train.parquet")
+
+
+def test_a_control_row_becomes_a_task_with_its_evidence(tmp_path):
+    extra = {"question": "Who?", "video": "w1", "before_clip": 2, "question_id": "w1_Q01", "memory": "/m/w1.db"}
+    write_parquet([{"prompt": [{"role": "system", "content": "s"}], "agent_name": "m3agent_control",
+                    "reward_model": {"ground_truth": "Cyril."}, "extra_info": extra}], tmp_path / "train.parquet")
+    (tmp_path / "evidence.json").write_text(json.dumps({"w1_Q01": [0, 3]}))
+    (task,) = read_tasks(tmp_path / "train.parquet", tmp_path / "evidence.json")
+    assert task["answer"] == "Cyril." and task["before_clip"] == 2 and task["evidence"] == [0, 3]
+    assert task["memory"] == "/m/w1.db" and task["prompt"][0]["content"] == "s"
+
+
+def test_the_curve_is_drawn(tmp_path):
+    steps = [{"step": 1, "reward": 0.25, "accuracy": 0.25}, {"step": 2, "reward": 0.5, "accuracy": 0.5}]
+    plot_curve([1.2, 0.8, 0.5], steps, tmp_path / "curve.png")
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
