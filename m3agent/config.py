@@ -118,6 +118,9 @@ class ChatConfig:
 
     backend: str = "auto"
     model: str = ""
+    #: a LoRA adapter on ``model``: a GGUF adapter file (llamacpp: llama.cpp applies it) or PEFT's folder
+    #: (transformers: merged into the weights); empty: the model as it is
+    adapter: str = ""
     base_url: str = ""  # e.g. http://gpu-node:8000/v1 for a vLLM server
     api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable, never from config
     api_version: str = ""  # set for Azure OpenAI (base_url is then the Azure endpoint)

@@ -6,7 +6,8 @@ evidence file the world generator writes beside its annotations) the clips its e
 
 1. a supervised warm start on gold episodes (:mod:`m3agent.train.gold`) of ``warm_tasks`` rows;
 2. GRPO (:mod:`m3agent.train.grpo`) on the rows, with checkpoints: a stopped run resumes;
-3. the adapter (PEFT's folder) in ``OUT/adapter``, the curve ``OUT/curve.png`` and ``OUT/summary.json``.
+3. the adapter in ``OUT/adapter`` (PEFT's folder: ``control.chat.adapter`` of the transformers backend) and
+   ``OUT/adapter.gguf`` (the llamacpp backend's), the curve ``OUT/curve.png`` and ``OUT/summary.json``.
 Each stage that finished is kept: a re-run goes on from where the last one stopped.
 """
 
@@ -69,6 +70,8 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     import dataclasses
 
     from m3agent import factory
+    from m3agent.models.bundled import bundled_chat_gguf
+    from m3agent.train.adapter_gguf import write_gguf_adapter
     from m3agent.train.gold import gold_reply
     from m3agent.train.grpo import train_grpo
     from m3agent.train.policy import load_base, with_adapter
@@ -88,8 +91,8 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
 
     for task in tasks:  # the prompt as this run's environment starts it (the rows may carry another round count)
         task["prompt"] = env_for(task).reset(task)
-    tokenizer, model = load_base(config.control.chat.model if config.control.chat.model.endswith(".gguf") else "",
-                                 settings.threads)
+    base_model = config.control.chat.model if config.control.chat.model.endswith(".gguf") else str(bundled_chat_gguf())
+    tokenizer, model = load_base(base_model, settings.threads)
     warm_dir = out / "warm"
     summary: dict[str, Any] = {"tasks": len(tasks), "settings": asdict(settings)}
     if (warm_dir / "adapter_config.json").exists():
@@ -111,6 +114,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
                on_step=lambda row: notice(f"GRPO step {row['step']}: reward {row['reward']:.2f}, "
                                           f"accuracy {row['accuracy']:.2f}"))
     model.save_pretrained(str(out / "adapter"))
+    write_gguf_adapter(out / "adapter", base_model, out / "adapter.gguf")  # what the llamacpp backend applies
     steps = [json.loads(line) for line in (out / "grpo" / "steps.jsonl").read_text().splitlines()]
     summary.update(steps=steps, seconds=round(time.perf_counter() - started, 1), adapter=str(out / "adapter"))
     plot_curve(summary["warm_losses"], steps, out / "curve.png")

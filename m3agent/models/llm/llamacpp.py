@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from m3agent.models.bundled import bundled_chat_gguf
 from m3agent.models.llm.base import (
@@ -43,9 +44,13 @@ class LlamaCppChat(ChatModel):
             raise ChatUnavailableError(INSTALL_HINT) from exc
         self._take_limits(config)
         self.path = config.model or str(bundled_chat_gguf())
+        if config.adapter and not (config.adapter.endswith(".gguf") and Path(config.adapter).is_file()):
+            raise ChatUnavailableError(f"llama.cpp applies a GGUF adapter file; {config.adapter} is not one "
+                                       "(m3agent train control writes adapter.gguf beside PEFT's folder)")
         try:
             self.llm = Llama(model_path=self.path, n_ctx=config.context, n_threads=config.threads or None,
-                             n_threads_batch=config.threads or None, seed=config.seed, verbose=False)
+                             n_threads_batch=config.threads or None, seed=config.seed, verbose=False,
+                             lora_path=config.adapter or None)
         except ValueError as exc:  # llama.cpp reports a missing or unreadable file this way
             raise ChatUnavailableError(f"llama.cpp cannot load {self.path}: {exc}") from exc
         self.model = self.path.rsplit("/", 1)[-1]

@@ -44,6 +44,8 @@ class TransformersChat(ChatModel):
             self.model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **kwargs).to(config.device).eval()
         except (OSError, ImportError) as exc:  # a missing dir, or the gguf package for a GGUF file
             raise ChatUnavailableError(f"transformers cannot load {config.model or source}: {exc}") from exc
+        if config.adapter:
+            self.model = _with_adapter(self.model, config.adapter)
         if config.threads:
             torch.set_num_threads(config.threads)
         self.tokenizer.padding_side = "left"
@@ -91,3 +93,16 @@ class TransformersChat(ChatModel):
             responses.append(ChatResponse(text, prompt_tokens=int(prompt_tokens), completion_tokens=len(ids),
                                           finish_reason=finish))
         return responses
+
+
+def _with_adapter(model, adapter: str):
+    """``model`` with the LoRA adapter in PEFT's folder ``adapter`` merged into its weights (decoding then costs
+    what the base model's does)."""
+    if not (Path(adapter) / "adapter_config.json").is_file():
+        raise ChatUnavailableError(f"transformers applies an adapter folder of PEFT's (adapter_config.json); "
+                                   f"{adapter} is not one")
+    try:
+        from peft import PeftModel
+    except ImportError as exc:
+        raise ChatUnavailableError("an adapter needs peft: pip install -e '.[rl]'") from exc
+    return PeftModel.from_pretrained(model, adapter).merge_and_unload().eval()
