@@ -27,6 +27,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
+SELF = (sys.executable, "-m", "bench.perf_memory")  # each size in a fresh process, run as a module like this one
 RESULTS = ROOT / "bench" / "results_memory.json"  # latest result per size, rendered together
 LINES_PER_CLIP = 50
 CLIPS_PER_VIDEO = 120  # one hour of 30-s clips per video
@@ -221,8 +222,8 @@ def reopen(db: str) -> dict:
     out = {}
     os.sync()  # a memory written earlier: the gigabytes just built are not still being written back while it opens
     for retrieval, prefix in (("fused", "reopen_"), ("dense", "reopen_dense_")):
-        proc = subprocess.run([sys.executable, __file__, "--reopen", db, "--retrieval", retrieval,
-                               "--started", repr(time.time())], stdout=subprocess.PIPE, text=True, check=True)
+        proc = subprocess.run([*SELF, "--reopen", db, "--retrieval", retrieval, "--started", repr(time.time())],
+                              stdout=subprocess.PIPE, text=True, check=True, cwd=ROOT)
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         out.update({prefix + key.removeprefix("reopen_"): value for key, value in result.items()})
     return out
@@ -344,8 +345,8 @@ def main() -> None:
         return
     saved = RESULTS.exists() and {r["nodes"]: r for r in json.loads(RESULTS.read_text())} or {}
     for n in args.sizes:
-        proc = subprocess.run([sys.executable, __file__, "--one", str(n), *(["--keep"] if args.keep else [])],
-                              stdout=subprocess.PIPE, text=True)
+        proc = subprocess.run([*SELF, "--one", str(n), *(["--keep"] if args.keep else [])],
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
         if proc.returncode != 0:
             sys.exit(f"benchmark at {n} nodes failed")
         result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -33,7 +33,8 @@ def run_demo(workdir: str | Path, config, questions: list[str] | None = None, ou
     out("loading the offline models (faces, voices, speech, text)")
     perceiver, memorizer, embedder = factory.memorization_stack(config)
     graph = factory.open_memory(db, config, embedder=embedder, create=True)
-    report = memorize_video(video, graph, perceiver, memorizer, config.memorize, log_path=str(db) + ".log")
+    with perceiver:  # its threads go when the video is memorized
+        report = memorize_video(video, graph, perceiver, memorizer, config.memorize, log_path=str(db) + ".log")
     video_row = graph.resolve_video(None)
     names = graph.names(video_row.id)
     out(f"memorized {report.clips_total} clips ({report.realtime_factor:.1f}x real time this run); "

@@ -93,6 +93,8 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
                 stack = memorization_stack(config)
             memorize_world(world, video, db, config, stack)
             built += 1
+        if stack is not None:
+            stack[0].close()  # the perceiver's threads
     types = Counter(t for world in worlds for ask in world.asks for t in ask.types)
     return {"worlds": len(worlds), "seed": seed, "render": render,
             "questions": sum(len(world.asks) for world in worlds),
