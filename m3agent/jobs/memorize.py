@@ -46,7 +46,8 @@ def memorize_file(video: str, memory: str, config: Config, *, name: str | None =
     with writing(memory):  # and so does a DB another process is writing
         perceiver, memorizer, embedder = factory.memorization_stack(config)
         graph = factory.open_memory(memory, config, embedder=embedder, create=True)
-    with graph, perceiver, contextlib.closing(event_log) if event_log else contextlib.nullcontext():
+    with graph, contextlib.closing(perceiver), \
+            contextlib.closing(event_log) if event_log else contextlib.nullcontext():
         log_path = log or f"{memory}.memorize.jsonl"
         try:
             return memorize_video(video, graph, perceiver, memorizer, config.memorize, name=name, log_path=log_path,

@@ -26,6 +26,9 @@ class _Blind:
     def face_identity(self):
         return {}
 
+    def close(self):
+        pass
+
     def perceive(self, clip, face_bank, voice_bank, on_stage=None, upcoming=None, voice_faces=None):
         return ClipPerception(clip)
 

@@ -33,6 +33,9 @@ class StubPerceiver:
     def face_identity(self):
         return {}
 
+    def close(self):
+        pass
+
     def perceive(self, clip, face_bank, voice_bank, on_stage=None, upcoming=None, voice_faces=None):
         if not clip.frames:  # the file's last 20 ms make a clip of their own, with nothing in it
             return ClipPerception(clip)
