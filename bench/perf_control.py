@@ -1,6 +1,7 @@
 """Control process: retrieval quality on the fixture episode and answer latency per round per chat backend.
 
-Usage: ``python -m bench.perf_control [--backends scripted llamacpp openai transformers] [--write docs/BENCHMARKS.md]``.
+Usage: ``python -m bench.perf_control [--backends scripted llamacpp llamacpp-untrained openai transformers]
+[--write docs/BENCHMARKS.md]``.
 
 Builds and memorizes the sample episode (the shipped photos and espeak-ng voices; cached under
 ``bench/.cache/control``), then
@@ -70,21 +71,25 @@ def control(graph, timings, config, backend: str, limit: int | None) -> dict:
     from m3agent.config import ChatConfig
     from m3agent.control import Question
     from m3agent.factory import build_chat, build_controller
+    from m3agent.models.bundled import chat_adapter
     from m3agent.models.llm.scripted import ScriptedChat
     from m3agent.samples.episode import FIXTURE_QUESTIONS, evidence_clips
     from m3agent.testing.llama_server import llama_server
 
     questions = FIXTURE_QUESTIONS[:limit] if limit else FIXTURE_QUESTIONS
+    name, untrained = backend.removesuffix("-untrained"), backend.endswith("-untrained")
+    chat_config = dataclasses.replace(config.control.chat, backend=name, **({"adapter": ""} if untrained else {}))
     stack = contextlib.ExitStack()
     load = time.perf_counter()
     if backend == "scripted":  # control overhead alone: every round searches, the last one answers
         chat = ScriptedChat(lambda messages: "Action: [Search]\nContent: "
                             + messages[0]["content"].rsplit("Question: ", 1)[-1])
     elif backend == "openai":
-        url = stack.enter_context(llama_server(CACHE / "llama_server.log"))
+        adapter = chat_adapter(chat_config.adapter, chat_config.model, "gguf")
+        url = stack.enter_context(llama_server(CACHE / "llama_server.log", adapter=adapter or None))
         chat = build_chat(ChatConfig(backend="openai", base_url=url, concurrency=4))
     else:
-        chat = build_chat(ChatConfig(backend=backend))
+        chat = build_chat(chat_config)
     load = time.perf_counter() - load
     with stack:
         controller = build_controller(graph, config, chat)
@@ -109,6 +114,43 @@ def control(graph, timings, config, backend: str, limit: int | None) -> dict:
     }
 
 
+DECODE_TOKENS = 96
+
+
+def decode_rate(adapter: str, tokens: int = DECODE_TOKENS, repeat: int = 5, threads: int = 2) -> float:
+    """llama.cpp's decoding speed (tokens/s, median of ``repeat``) on the bundled model with ``adapter`` applied
+    (empty: none): ``tokens`` tokens after a short prompt, EOS never chosen, so every run decodes as many."""
+    from llama_cpp import Llama
+
+    from m3agent.models.bundled import bundled_chat_gguf
+
+    llm = Llama(model_path=str(bundled_chat_gguf()), lora_path=adapter or None, n_ctx=512, n_threads=threads,
+                n_threads_batch=threads, verbose=False)
+    prompt = llm.tokenize(b"Question: Where are the car keys? Notes: the keys are in the blue bowl.")
+    rates = []
+    for _ in range(repeat):
+        llm.reset()
+        llm.eval(prompt)
+        start = time.perf_counter()
+        for _ in range(tokens):
+            scores = llm.scores[llm.n_tokens - 1].copy()
+            scores[llm.token_eos()] = -float("inf")
+            llm.eval([int(scores.argmax())])
+        rates.append(tokens / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+def decoding(config) -> dict:
+    from m3agent.models.bundled import chat_adapter
+
+    adapter = chat_adapter(config.control.chat.adapter, config.control.chat.model, "gguf")
+    if not adapter:
+        return {}
+    without, with_adapter = decode_rate(""), decode_rate(adapter)
+    return {"adapter": Path(adapter).name, "without_tok_s": round(without, 1), "with_tok_s": round(with_adapter, 1),
+            "ratio": round(with_adapter / without, 3)}
+
+
 def render(result: dict) -> str:
     from bench.perf_memory import machine
 
@@ -121,6 +163,12 @@ def render(result: dict) -> str:
         f"{c['completion_tokens_p50']:.0f} | {c['search_ms_p50']:.1f} ms | {c['evidence_reached']:.0%} "
         f"| {'-' if c['backend'] == 'scripted' else format(c['answer_word_hit'], '.0%')} | {c['errors']} |"
         for c in result["control"])
+    d = result.get("decoding") or {}
+    speed = (f"**Decoding with the shipped control adapter** (llama.cpp applies `{d['adapter']}` at every token; "
+             f"{DECODE_TOKENS} tokens after a short prompt, median of 5, 2 threads): {d['without_tok_s']} tokens/s "
+             f"without it, {d['with_tok_s']} with it, ratio {d['ratio']:.2f}. transformers merges the adapter into "
+             "the weights when it loads, so there it costs nothing per token." if d else
+             "Decoding with an adapter: not measured (no adapter configured).")
     return f"""## Control process: retrieval and answer latency (`bench/perf_control.py`)
 
 Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python -m bench.perf_control --write docs/BENCHMARKS.md`.
@@ -144,12 +192,15 @@ Whisper tiny.en heard "The car keys are in the blue bowl" as "The Carke Marin th
 **Answering** (5 rounds at most, the question searched before round 1, 1,024 tokens per reply at most,
 temperature 0). Per model round: seconds (median / p90); tokens (median prompt / completion). "Evidence reached":
 some search of the loop returned a clip holding the answer. "Answer word": an expected word appears in the
-answer (a crude check; SmolLM2-135M is far too small to be a good control model, so this column measures the
-model, not the system).
+answer (a crude check that measures the model, not the system). `llamacpp` and `openai` run the default control
+model, SmolLM2-135M with the adapter `m3agent train control` trained (docs/RESULTS.md); `-untrained` is the same
+backend without it.
 
 | backend | questions | load | per round p50 / p90 | per question p50 | model rounds | tokens | search | evidence reached | answer word | errors |
 |---|---|---|---|---|---|---|---|---|---|---|
 {crows}
+
+{speed}
 
 `scripted` is the control loop's own cost (memory searches, prompt building) with a model that replies at once
 and searches every round. "Search" is one memory search including embedding the query with MiniLM (name variants
@@ -162,7 +213,8 @@ server's generation time (see the README for serving a large model).
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", nargs="+", default=["scripted", "llamacpp", "openai", "transformers"])
+    parser.add_argument("--backends", nargs="+",
+                        default=["scripted", "llamacpp", "llamacpp-untrained", "openai", "transformers"])
     parser.add_argument("--limit", type=int, default=None, help="questions per backend (default: all 18)")
     parser.add_argument("--write", type=Path, default=None)
     args = parser.parse_args()
@@ -173,7 +225,8 @@ def main() -> None:
     graph, timings = memorized_episode(config)
     saved = ROOT / "bench" / "results_control.json"
     earlier = json.loads(saved.read_text())["control"] if saved.exists() else []
-    result = {"retrieval": retrieval(graph, timings, config), "control": []}
+    result = {"retrieval": retrieval(graph, timings, config), "control": [], "decoding": decoding(config)}
+    print(json.dumps(result["decoding"]))
     print(json.dumps(result["retrieval"], indent=1))
     fresh = {}
     for backend in args.backends:

@@ -27,6 +27,8 @@ RETRIEVAL_MODES = ("fused", "dense", "lexical")
 #: A memory stores the length each of its videos was cut into (``Video.clip_seconds``): once a video exists,
 #: that stored value is the one to count its clips in, never this default or the configured one.
 DEFAULT_CLIP_SECONDS = 30.0
+#: ``ChatConfig.adapter`` naming the control adapter this project trained and ships (on the bundled model only)
+BUNDLED_ADAPTER = "bundled"
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,8 @@ class ChatConfig:
     backend: str = "auto"
     model: str = ""
     #: a LoRA adapter on ``model``: a GGUF adapter file (llamacpp: llama.cpp applies it) or PEFT's folder
-    #: (transformers: merged into the weights); empty: the model as it is
+    #: (transformers: merged into the weights); ``bundled``: the control adapter shipped with m3agent (applied to
+    #: the bundled model only); empty: the model as it is
     adapter: str = ""
     base_url: str = ""  # e.g. http://gpu-node:8000/v1 for a vLLM server
     api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable, never from config
@@ -162,7 +165,8 @@ class ControlConfig:
     seed_search: bool = True  # search the question itself before round 1 (M3-Agent starts with no evidence)
     lessons: int = 3  # procedural lines (feedback learned earlier) shown with the question; 0: none
     batch_size: int = 16  # questions `m3agent qa` moves through their rounds together
-    chat: ChatConfig = field(default_factory=ChatConfig)
+    #: the bundled SmolLM2 with the adapter ``m3agent train control`` trained (``chat.adapter=`` for the model alone)
+    chat: ChatConfig = field(default_factory=lambda: ChatConfig(adapter=BUNDLED_ADAPTER))
 
 
 @dataclass(frozen=True)

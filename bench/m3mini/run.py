@@ -2,7 +2,8 @@
 
 Usage (from the repository root)::
 
-    python -m bench.m3mini.run                       # the embedded stack (SmolLM2-135M answers)
+    python -m bench.m3mini.run                       # the embedded stack (SmolLM2-135M with the trained adapter)
+    python -m bench.m3mini.run --control untrained   # the same model without the adapter
     python -m bench.m3mini.run --control scripted    # a scripted answerer: the retrieved line closest to the question
     python -m bench.m3mini.run --write docs/RESULTS.md --plot docs/m3mini_accuracy.png
 
@@ -64,13 +65,19 @@ def run(control: str, out: Path, quiet: bool = False, cache: Path = CACHE, feedb
     build(videos)
     args = ["bench", "m3", "--annotations", str(ANNOTATIONS), "--memories", str(cache / "memories"), "--videos",
             str(videos), "--out", str(out), "--title", f"mini M3-Bench ({control} control)"]
-    overrides = ["--set", "control.chat.backend=bench.m3mini.run:ClosestLineChat"] if control == "scripted" else []
+    overrides = CONTROLS[control]
     if feedback is not None:
         args += ["--feedback"] + (["--correction-rate", str(feedback)] if feedback >= 0 else [])
     code = main(overrides + args + (["--quiet"] if quiet else []))
     if code != 0:
         raise SystemExit(f"m3agent bench m3 failed with exit code {code}")
     return json.loads((out / ("feedback.json" if feedback is not None else "summary.json")).read_text())
+
+
+#: control model -> the settings that pick it: the shipped trained adapter (the default), the bundled model without
+#: it, or the scripted answerer
+CONTROLS = {"embedded": [], "untrained": ["--set", "control.chat.adapter="],
+            "scripted": ["--set", "control.chat.backend=bench.m3mini.run:ClosestLineChat"]}
 
 
 class ClosestLineChat(ScriptedChat):
@@ -110,7 +117,7 @@ def write_feedback_section(results: Path, runs: dict[str, dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--control", nargs="+", default=["embedded"], choices=["embedded", "scripted"])
+    parser.add_argument("--control", nargs="+", default=["embedded"], choices=list(CONTROLS))
     parser.add_argument("--write", type=Path, default=None, help="update this results file (docs/RESULTS.md)")
     parser.add_argument("--plot", type=Path, default=None, help="copy the first run's per-type plot here")
     parser.add_argument("--quiet", action="store_true")

@@ -3,8 +3,8 @@
 ``chat`` is M3-Agent's judge: a chat model is asked at temperature 0 whether the ground truth can be
 inferred from the answer, and must reply yes or no. A reply that is neither is asked again, then recorded
 as unparseable (``correct`` None): never counted as right. ``offline`` needs no model: normalized
-containment of the ground truth in the answer, or token F1 at or above a bar. It is for CI and quick
-checks, and its label says it is not the paper's judge. Multiple-choice questions need no judge at all:
+containment of the ground truth in the answer, or token F1 at or above a bar with every number of the ground
+truth given. It is for CI and quick checks, and its label says it is not the paper's judge. Multiple-choice questions need no judge at all:
 :func:`score_choice` compares the letter chosen with the annotated one.
 """
 
@@ -81,6 +81,12 @@ def contains(answer: str, reference: str) -> bool:
     return bool(r) and any(a[i:i + len(r)] == r for i in range(len(a) - len(r) + 1))
 
 
+def numbers_missing(answer: str, reference: str) -> list[str]:
+    """The numbers of the reference (digits or number words) that the answer does not give."""
+    given = set(normalized_tokens(answer))
+    return [t for t in normalized_tokens(reference) if t.isdigit() and t not in given]
+
+
 class OfflineJudge(Judge):
     label = "offline (containment or token F1; not the paper's judge)"
 
@@ -91,8 +97,12 @@ class OfflineJudge(Judge):
         out = []
         for item, answer in pairs:
             score = answer_f1(answer, item.reference)
+            missing = numbers_missing(answer, item.reference)
             if contains(answer, item.reference):
                 out.append(Verdict(True, self.label, reason="the answer contains the ground truth"))
+            elif missing:  # "Seven kilometers" shares half its words with "Ten kilometers" and is still wrong
+                out.append(Verdict(False, self.label, reason=f"the answer lacks the number {missing[0]} "
+                                                             f"(token F1 {score:.2f})"))
             else:
                 out.append(Verdict(score >= self.f1, self.label, reason=f"token F1 {score:.2f} (bar {self.f1:g})"))
         return out

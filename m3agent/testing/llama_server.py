@@ -26,15 +26,17 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def llama_server(log_path: str | Path, model: str | Path | None = None, context: int = 8192, threads: int = 2,
-                 start_timeout: float = 90.0) -> Iterator[str]:
-    """Run the server for the ``with`` block and yield its base URL (``http://127.0.0.1:PORT/v1``).
+                 start_timeout: float = 90.0, adapter: str | Path | None = None) -> Iterator[str]:
+    """Run the server for the ``with`` block and yield its base URL (``http://127.0.0.1:PORT/v1``); ``adapter``:
+    a GGUF LoRA adapter the server applies to the model.
 
     Its output goes to ``log_path`` (a pipe would fill up and block it)."""
     port = free_port()
     with open(log_path, "w+b") as log:
         proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model or bundled_chat_gguf()),
                                  "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads),
-                                 "--n_ctx", str(context), "--interrupt_requests", "False"],
+                                 "--n_ctx", str(context), "--interrupt_requests", "False"]
+                                + (["--lora_path", str(adapter)] if adapter else []),
                                 stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}/v1"
         try:

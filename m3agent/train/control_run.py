@@ -69,6 +69,8 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
                   *, evidence: str | Path | None = None, notice: Callable[[str], None] = print) -> dict[str, Any]:
     import dataclasses
 
+    from tqdm import tqdm
+
     from m3agent import factory
     from m3agent.models.bundled import bundled_chat_gguf
     from m3agent.train.adapter_gguf import write_gguf_adapter
@@ -103,9 +105,16 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
         picked = random.Random(settings.grpo.seed).sample(tasks, min(settings.warm_tasks, len(tasks)))
         gold = ControlRollouts(tokenizer, env_for).replay(picked, gold_reply)
         notice(f"warm start: {len(gold)} gold episodes, {sum(bool(g.right) for g in gold)} judged right")
-        losses = warm_start(model, gold, pad=tokenizer.pad_token_id, epochs=settings.warm_epochs,
-                            learning_rate=settings.warm_learning_rate, batch_size=settings.warm_batch,
-                            seed=settings.grpo.seed, on_step=_progress(notice, "warm start loss"))
+        total = settings.warm_epochs * -(-len(gold) // settings.warm_batch)
+        with tqdm(total=total, desc="warm start", unit="step") as bar:
+            def step(number: int, loss: float) -> None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}")
+
+            losses = warm_start(model, gold, pad=tokenizer.pad_token_id, epochs=settings.warm_epochs,
+                                learning_rate=settings.warm_learning_rate, batch_size=settings.warm_batch,
+                                seed=settings.grpo.seed, on_step=step)
+        notice(f"warm start: loss {losses[0]:.3f} -> {losses[-1]:.3f} over {len(losses)} steps")
         model.save_pretrained(str(warm_dir))
         (warm_dir / "losses.json").write_text(json.dumps(losses))
     summary["warm_losses"] = json.loads((warm_dir / "losses.json").read_text()) if (warm_dir / "losses.json").exists() \
@@ -121,13 +130,6 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     shelf.close()
     return summary
-
-
-def _progress(notice: Callable[[str], None], label: str, every: int = 10) -> Callable[[int, float], None]:
-    def report(step: int, value: float) -> None:
-        if step == 1 or step % every == 0:
-            notice(f"{label} (step {step}): {value:.3f}")
-    return report
 
 
 def plot_curve(losses: list[float], steps: list[dict], path: Path) -> None:

@@ -5,9 +5,11 @@
   ``before_clip = floor(seconds / 30) - 1``; ``reasoning`` quotes the scenes of evidence.
 * :func:`evidence`: the ``NAME.evidence.json`` sidecar, ``{question_id: [clip, ...]}``.
 * :func:`records`: the world as a text memory (:class:`~m3agent.memory.text_sources.TextRecord`), one record a
-  spoken scene, its session the 30-second clip it falls in, so a text memory's clips are the video's. A video
-  memory knows no names until someone says one, so speakers are neutral labels (``speaker_1`` for the first
-  to speak) and names come from the lines themselves, as they do in a video.
+  spoken scene, its session the 30-second clip it falls in, so a text memory's clips are the video's. Each line
+  reads as the default memorizer writes speech (``At 02:15 <character_2> says: "..."``, and
+  ``<character_2>'s name is Olga`` where a line gives a name the memorizer reads), so the control model learns
+  on text what it reads in a video's memory. A video memory knows no names until someone says one, so speakers
+  are ids (numbered in the order people first speak, from a per-world start) and names come from the lines.
 * :func:`scenes`: the world as :class:`~m3agent.samples.synth.Scene` s for
   :func:`~m3agent.samples.synth.build_episode`: each person's photo on screen while their espeak-ng voice
   says their line, every scene exactly 15 s.
@@ -58,17 +60,26 @@ def evidence(worlds: Iterable[World]) -> dict[str, list[int]]:
 
 
 def speaker_labels(world: World) -> dict[str, str]:
-    """Person key -> ``speaker_N``, numbered in the order people first speak."""
+    """Person key -> ``<character_N>``, numbered in the order people first speak, from a start that varies with
+    the world (a video's ids are whatever its memorizer gave)."""
     order = list(dict.fromkeys(line.speaker for line in world.scenes if line.speaker))
-    return {key: f"speaker_{n}" for n, key in enumerate(order, 1)}
+    return {key: f"<character_{n}>" for n, key in enumerate(order, world.index % 5)}
 
 
 def records(world: World) -> list[TextRecord]:
-    """One record a spoken scene: ``[MM:SS] speaker_N: line``, in the session of its 30-second clip."""
+    """One record a spoken scene, ``At MM:SS <character_N> says: "line"``, plus one a name the line gives, in
+    the session of its 30-second clip."""
+    from m3agent.memorize.grounded import stated_names
+
     labels = speaker_labels(world)
-    out = [TextRecord(f"{world.id}/scene-{line.scene:02d}", line.text, clock(scene_start(line.scene)),
-                      labels[line.speaker], str(clip_of(line.scene)))
-           for line in world.scenes if line.speaker]
+    out = []
+    for line in world.scenes:
+        if not line.speaker:
+            continue
+        rid, who, session = f"{world.id}/scene-{line.scene:02d}", labels[line.speaker], str(clip_of(line.scene))
+        out.append(TextRecord(rid, f'At {clock(scene_start(line.scene))} {who} says: "{line.text}"', session=session))
+        out.extend(TextRecord(f"{rid}/name-{n}", f"{who}'s name is {name}", session=session)
+                   for n, name in enumerate(stated_names(line.text), 1))
     sessions = [int(r.session) for r in out]
     if sorted(set(sessions)) != list(range(world.clips)):  # a text memory numbers its clips by session
         raise ValueError(f"{world.id}: some 30-second clip has no spoken scene; its text memory would number "

@@ -33,6 +33,19 @@ def batches(rollouts: Sequence[Rollout], size: int, pad: int):
         yield torch.tensor(ids), torch.tensor(mask), torch.tensor(labels)
 
 
+def learned_loss(model, ids, mask, labels):
+    """The causal LM loss of ``labels`` (mean over the tokens not :data:`IGNORED`), with the vocabulary's logits
+    computed only at the positions that predict a learned token: an episode is mostly prompt and search results,
+    and the output layer over 49k words at every position would cost more time and memory than the rest."""
+    import torch
+
+    targets = labels[:, 1:]
+    wanted = (targets != IGNORED).any(dim=0).nonzero().squeeze(1)  # logits at t predict token t + 1
+    logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=wanted).logits
+    return torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+                                             targets[:, wanted].reshape(-1), ignore_index=IGNORED)
+
+
 def warm_start(model, examples: Sequence[Rollout], *, pad: int, epochs: int = 1, learning_rate: float = 2e-4,
                batch_size: int = 4, seed: int = 0, on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train ``model``'s trainable weights on ``examples``; returns the loss of every step."""
@@ -46,8 +59,7 @@ def warm_start(model, examples: Sequence[Rollout], *, pad: int, epochs: int = 1,
     for epoch in range(epochs):
         random.Random(f"{seed}:{epoch}").shuffle(order)
         for ids, mask, labels in batches(order, batch_size, pad):
-            loss = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
-                         labels=labels.to(model.device)).loss
+            loss = learned_loss(model, ids.to(model.device), mask.to(model.device), labels.to(model.device))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()

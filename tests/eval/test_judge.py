@@ -85,6 +85,14 @@ def test_offline_judge(answer, right):
     assert "not the paper's judge" in OfflineJudge.label
 
 
+def test_an_answer_without_the_references_number_is_wrong_however_many_words_it_shares():
+    ten = BenchItem("q2", "v", "How far will Sarah run?", "Ten kilometers.")
+    verdicts = OfflineJudge(f1=0.5).judge_many([(ten, "Seven kilometers."), (ten, "She will run 10 kilometers."),
+                                                (ten, "ten km, kilometers")])
+    assert [v.correct for v in verdicts] == [False, True, True]
+    assert "lacks the number 10" in verdicts[0].reason
+
+
 def test_offline_normalization():
     assert contains("Anna and Tom bought seven books together", "7 books")
     assert answer_f1("Café", "cafe") == 1.0 and answer_f1("", "x") == 0.0

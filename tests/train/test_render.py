@@ -78,16 +78,23 @@ def test_annotations_read_back_through_the_benchmark_reader(tmp_path):
     assert early
 
 
-def test_records_are_the_spoken_scenes_with_neutral_speakers_in_their_clips_sessions():
+def test_records_are_the_spoken_scenes_as_the_memorizer_writes_speech_in_their_clips_sessions():
+    from m3agent.memorize.grounded import stated_names
+
     world = generate_world(3, 4)
     recs = records(world)
     spoken = [line for line in world.scenes if line.speaker]
-    assert [r.text for r in recs] == [line.text for line in spoken]
-    assert [r.time for r in recs] == [f"{line.scene * 15 // 60:02d}:{line.scene * 15 % 60:02d}" for line in spoken]
-    assert [r.session for r in recs] == [str(line.scene // 2) for line in spoken]
     labels = speaker_labels(world)
-    assert sorted(labels.values()) == [f"speaker_{n}" for n in range(1, len(world.people) + 1)]
-    assert recs[0].speaker == "speaker_1" and not any(p.name in r.speaker for r in recs for p in world.people)
+    said = [r for r in recs if " says: " in r.text]
+    assert [r.text for r in said] == [f'At {line.scene * 15 // 60:02d}:{line.scene * 15 % 60:02d} '
+                                      f'{labels[line.speaker]} says: "{line.text}"' for line in spoken]
+    assert [r.session for r in said] == [str(line.scene // 2) for line in spoken]
+    named = [r.text for r in recs if " says: " not in r.text]
+    assert named == [f"{labels[line.speaker]}'s name is {name}" for line in spoken for name in stated_names(line.text)]
+    assert len(named) >= len(world.people)  # every intro gives a name the memorizer reads
+    first = world.index % 5
+    assert sorted(labels.values()) == sorted(f"<character_{n}>" for n in range(first, first + len(world.people)))
+    assert not any(p.name in label for label in labels.values() for p in world.people)
     assert len({r.id for r in recs}) == len(recs)
     silent = dataclasses.replace(world, scenes=tuple(Line(line.scene, None, "") if line.scene in (2, 3) else line
                                                      for line in world.scenes))
@@ -109,7 +116,7 @@ def test_records_become_a_memory_whose_clips_are_the_videos(tmp_path, embedder):
                                                                            for k in range(world.clips)]
         lines = graph.export(video.id)["nodes"]
         texts = [n["text"] for n in lines if n["kind"] == "episodic"]
-        assert len(texts) == len(records(world)) and all(t.startswith("[") for t in texts)
+        assert len(texts) == len(records(world)) and all(t.startswith(("At ", "<character_")) for t in texts)
         for ask in world.asks:
             if ask.kind not in (BEFORE_CHANGE, "location-now", "advice"):
                 continue

@@ -12,7 +12,7 @@ from m3agent.train.gold import gold_reply
 from m3agent.train.grpo import GrpoSettings, prompt_key, train_grpo
 from m3agent.train.policy import LoraSettings, load_base, with_adapter
 from m3agent.train.rollouts import ControlRollouts, trl_output
-from m3agent.train.sft import IGNORED, batches, warm_start
+from m3agent.train.sft import IGNORED, batches, learned_loss, warm_start
 
 pytestmark = pytest.mark.models
 
@@ -92,3 +92,15 @@ def test_a_warm_start_then_two_grpo_steps_train_the_adapter_and_log_each_step(wo
     steps = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
     assert [s["step"] for s in steps] == [1, 2] and all(s["episodes"] == 2 for s in steps)
     assert (tmp_path / "checkpoint-2" / "adapter_config.json").exists()
+
+
+def test_the_warm_start_loss_on_learned_positions_alone_is_the_full_causal_loss(world):
+    config, graph, tok, model = world
+    rollouts = ControlRollouts(tok, _env_for(config, graph)).replay(TASKS, gold_reply)
+    ids, mask, labels = next(batches(rollouts, 2, tok.pad_token_id))
+    import torch
+
+    with torch.no_grad():
+        full = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        fast = learned_loss(model, ids, mask, labels)
+    assert torch.allclose(full, fast, rtol=1e-4, atol=1e-5)

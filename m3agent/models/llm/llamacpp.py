@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from m3agent.models.bundled import bundled_chat_gguf
+from m3agent.models.bundled import bundled_chat_gguf, chat_adapter
 from m3agent.models.llm.base import (
     ChatError,
     ChatModel,
@@ -44,13 +44,14 @@ class LlamaCppChat(ChatModel):
             raise ChatUnavailableError(INSTALL_HINT) from exc
         self._take_limits(config)
         self.path = config.model or str(bundled_chat_gguf())
-        if config.adapter and not (config.adapter.endswith(".gguf") and Path(config.adapter).is_file()):
-            raise ChatUnavailableError(f"llama.cpp applies a GGUF adapter file; {config.adapter} is not one "
+        self.adapter = chat_adapter(config.adapter, config.model, "gguf")
+        if self.adapter and not (self.adapter.endswith(".gguf") and Path(self.adapter).is_file()):
+            raise ChatUnavailableError(f"llama.cpp applies a GGUF adapter file; {self.adapter} is not one "
                                        "(m3agent train control writes adapter.gguf beside PEFT's folder)")
         try:
             self.llm = Llama(model_path=self.path, n_ctx=config.context, n_threads=config.threads or None,
                              n_threads_batch=config.threads or None, seed=config.seed, verbose=False,
-                             lora_path=config.adapter or None)
+                             lora_path=self.adapter or None)
         except ValueError as exc:  # llama.cpp reports a missing or unreadable file this way
             raise ChatUnavailableError(f"llama.cpp cannot load {self.path}: {exc}") from exc
         self.model = self.path.rsplit("/", 1)[-1]

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from m3agent.models.bundled import bundled_chat_gguf
+from m3agent.models.bundled import bundled_chat_gguf, chat_adapter
 from m3agent.models.llm.base import (
     ChatModel,
     ChatResponse,
@@ -44,8 +44,9 @@ class TransformersChat(ChatModel):
             self.model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **kwargs).to(config.device).eval()
         except (OSError, ImportError) as exc:  # a missing dir, or the gguf package for a GGUF file
             raise ChatUnavailableError(f"transformers cannot load {config.model or source}: {exc}") from exc
-        if config.adapter:
-            self.model = _with_adapter(self.model, config.adapter)
+        self.adapter = chat_adapter(config.adapter, config.model, "peft")
+        if self.adapter:
+            self.model = _with_adapter(self.model, self.adapter)
         if config.threads:
             torch.set_num_threads(config.threads)
         self.tokenizer.padding_side = "left"
