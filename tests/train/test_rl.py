@@ -100,7 +100,12 @@ def test_the_warm_start_loss_on_learned_positions_alone_is_the_full_causal_loss(
     ids, mask, labels = next(batches(rollouts, 2, tok.pad_token_id))
     import torch
 
-    with torch.no_grad():
-        full = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        fast = learned_loss(model, ids, mask, labels)
+    was_training = model.training
+    model.eval()  # earlier tests may leave it training: dropout would make the two passes differ
+    try:
+        with torch.no_grad():
+            full = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            fast = learned_loss(model, ids, mask, labels)
+    finally:
+        model.train(was_training)
     assert torch.allclose(full, fast, rtol=1e-4, atol=1e-5)
