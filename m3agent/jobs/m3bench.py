@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from m3agent.config import Config
+from m3agent.config import BUNDLED_ADAPTER, Config
 from m3agent.errors import M3AgentError
 from m3agent.eval.annotations import BenchItem, asked_early, timed
 from m3agent.eval.judge import Judge, Verdict, choice_prompt, score_choice
@@ -173,6 +173,14 @@ def bench_setup(request: M3BenchRequest, config: Config, questions: str = "", *,
                       progress=progress, **extra)
 
 
+def adapter_label(chat) -> str:
+    """How a report names the control model's adapter (none, or a backend that applies none: nothing)."""
+    local = chat.backend in ("", "auto", "llamacpp", "transformers")
+    if not chat.adapter or not local or (chat.adapter == BUNDLED_ADAPTER and chat.model):
+        return ""
+    return " + the shipped control adapter" if chat.adapter == BUNDLED_ADAPTER else f" + adapter {chat.adapter}"
+
+
 def run_context(request: M3BenchRequest, config: Config) -> dict[str, str]:
     """What produced the numbers, written at the top of the report: the command, the control model and its
     settings, the machine and the date."""
@@ -203,7 +211,7 @@ def run_context(request: M3BenchRequest, config: Config) -> dict[str, str]:
     search = config.memory.search
     threshold = search.threshold if search.threshold is not None else "the embedder's"
     return {"command": "m3agent " + shlex.join(words),
-            "control model": chat_backend(chat.backend) + (f": {model}" if model else ""),
+            "control model": chat_backend(chat.backend) + (f": {model}" if model else "") + adapter_label(chat),
             "control": f"{config.control.max_rounds} rounds, question searched first: {config.control.seed_search}, "
                        f"batches of {config.control.batch_size}; search top {search.top_k} clips, threshold {threshold}, "
                        f"{search.retrieval} ranking, {config.control.lessons} lessons shown",

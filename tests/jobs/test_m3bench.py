@@ -345,3 +345,14 @@ def test_before_clip_counts_the_clips_of_the_videos_own_memory(tmp_path, embedde
     assert records["short_Q01"]["before_clip"] == 3  # 45 s: clips 0-3 are over (30-second clips: only clip 0)
     assert set(records["short_Q01"]["clips"]) <= {0, 1, 2, 3}
     assert records["short_Q02"]["before_clip"] == 0 and not records["short_Q02"]["error"]  # 15 s: clip 0 is over
+
+
+def test_a_report_names_the_control_models_adapter_where_one_is_applied():
+    from m3agent.config import ChatConfig
+    from m3agent.jobs.m3bench import adapter_label
+
+    assert adapter_label(ChatConfig(adapter="bundled")) == " + the shipped control adapter"
+    assert adapter_label(ChatConfig(adapter="run/adapter.gguf")) == " + adapter run/adapter.gguf"
+    assert adapter_label(ChatConfig()) == ""  # the untrained model
+    assert adapter_label(ChatConfig(backend="openai", adapter="bundled")) == ""  # a server's model: none applied
+    assert adapter_label(ChatConfig(model="/m/other.gguf", adapter="bundled")) == ""  # another base: none applied
