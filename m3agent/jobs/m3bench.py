@@ -174,9 +174,12 @@ def bench_setup(request: M3BenchRequest, config: Config, questions: str = "", *,
 
 
 def adapter_label(chat) -> str:
-    """How a report names the control model's adapter (none, or a backend that applies none: nothing)."""
-    local = chat.backend in ("", "auto", "llamacpp", "transformers")
-    if not chat.adapter or not local or (chat.adapter == BUNDLED_ADAPTER and chat.model):
+    """How a report names the control model's adapter: the one its local backend applies (none: nothing)."""
+    from m3agent.factory import chat_backend
+    from m3agent.models.bundled import chat_adapter
+
+    if chat_backend(chat.backend) not in ("llamacpp", "transformers") or not chat_adapter(chat.adapter, chat.model,
+                                                                                          "gguf"):
         return ""
     return " + the shipped control adapter" if chat.adapter == BUNDLED_ADAPTER else f" + adapter {chat.adapter}"
 
