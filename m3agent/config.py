@@ -124,6 +124,9 @@ class ChatConfig:
     #: (transformers: merged into the weights); ``bundled``: the control adapter shipped with m3agent (applied to
     #: the bundled model only); empty: the model as it is
     adapter: str = ""
+    #: llamacpp: merge the adapter into a copy of the model's weights once (cached, see
+    #: :mod:`m3agent.models.llm.merged_gguf`) instead of applying it at every token, which decodes slower
+    merge_adapter: bool = True
     base_url: str = ""  # e.g. http://gpu-node:8000/v1 for a vLLM server
     api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable, never from config
     api_version: str = ""  # set for Azure OpenAI (base_url is then the Azure endpoint)

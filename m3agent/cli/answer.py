@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 
 from m3agent.cli.common import EXIT_USAGE, controller_for, open_db, print_json
@@ -69,9 +68,10 @@ def cmd_qa(args, config: Config) -> int:
 
 
 def cmd_demo(args, config: Config) -> int:
+    from m3agent.files.cache import cache_root
     from m3agent.jobs.demo import run_demo
 
-    workdir = args.workdir or os.path.join(os.path.expanduser("~"), ".cache", "m3agent", "demo")
+    workdir = args.workdir or str(cache_root() / "demo")
     summary = run_demo(workdir, config, questions=args.question or None, out=lambda text: print(safe(text)))
     if args.json:
         print_json(summary)
@@ -96,7 +96,7 @@ def add_commands(sub) -> None:
     p.set_defaults(func=cmd_qa)
 
     p = sub.add_parser("demo", help="build the sample episode, memorize it and answer questions about it")
-    p.add_argument("--workdir", default=None, help="where the video and memory DB go (default ~/.cache/m3agent/demo)")
+    p.add_argument("--workdir", default=None, help="where the video and memory DB go (default ~/.cache/m3agent/demo, or under $M3AGENT_CACHE)")
     p.add_argument("--question", action="append", default=[], help="ask this instead (repeatable)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_demo)

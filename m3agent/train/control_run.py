@@ -132,8 +132,16 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     return summary
 
 
+SMOOTH = 5  # steps a GRPO curve's running mean covers: one step's dozen episodes are a noisy estimate
+
+
+def running_mean(values: list[float], window: int = SMOOTH) -> list[float]:
+    """Each value averaged with up to ``window - 1`` before it."""
+    return [sum(values[max(0, i - window + 1):i + 1]) / (i + 1 - max(0, i - window + 1)) for i in range(len(values))]
+
+
 def plot_curve(losses: list[float], steps: list[dict], path: Path) -> None:
-    """The warm start's loss and each GRPO step's reward and accuracy, side by side."""
+    """The warm start's loss and each GRPO step's reward and accuracy (with a running mean), side by side."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -143,8 +151,10 @@ def plot_curve(losses: list[float], steps: list[dict], path: Path) -> None:
     left.plot(range(1, len(losses) + 1), losses, color="tab:gray")
     left.set(title="warm start (gold episodes)", xlabel="step", ylabel="loss")
     xs = [s["step"] for s in steps]
-    right.plot(xs, [s["reward"] for s in steps], label="reward", color="tab:blue")
-    right.plot(xs, [s["accuracy"] for s in steps], label="accuracy", color="tab:green")
+    right.plot(xs, [s["reward"] for s in steps], label="reward", color="tab:blue", alpha=0.35)
+    right.plot(xs, [s["accuracy"] for s in steps], label="accuracy", color="tab:green", alpha=0.35)
+    right.plot(xs, running_mean([s["accuracy"] for s in steps]), label=f"accuracy, mean of {SMOOTH} steps",
+               color="tab:green", linewidth=2.2)
     right.set(title="GRPO (episodes of each step)", xlabel="step", ylim=(-0.05, 1.05))
     right.legend()
     fig.tight_layout()

@@ -29,6 +29,9 @@ class GrpoSettings:
     beta: float = 0.0  # KL to the starting policy (M3-Agent: 0.001)
     temperature: float = 0.8
     max_new_tokens: int = 48  # one reply
+    #: episodes a forward/backward pass takes; a step accumulates its prompts x generations episodes in passes of
+    #: this many (an episode's search results make it long: all twelve of one step at once took 24 GiB)
+    micro_batch: int = 2
     save_every: int = 5
     seed: int = 42
 
@@ -86,10 +89,12 @@ def train_grpo(model, tokenizer, tasks: Sequence[dict[str, Any]], env_for, out_d
             on_step(row)
         return trl_output(episodes)
 
+    episodes = settings.prompts_per_step * settings.generations
+    micro = max(d for d in range(1, min(settings.micro_batch, episodes) + 1) if episodes % d == 0)
     args = GRPOConfig(
         output_dir=str(out), use_cpu=True, bf16=False, report_to="none", seed=settings.seed,
-        max_steps=settings.steps, per_device_train_batch_size=settings.prompts_per_step * settings.generations,
-        gradient_accumulation_steps=1, num_generations=settings.generations, learning_rate=settings.learning_rate,
+        max_steps=settings.steps, per_device_train_batch_size=micro,
+        gradient_accumulation_steps=episodes // micro, num_generations=settings.generations, learning_rate=settings.learning_rate,
         loss_type="dapo", epsilon_high=settings.epsilon_high, beta=settings.beta, temperature=settings.temperature,
         max_completion_length=4096, logging_steps=1, save_strategy="steps", save_steps=settings.save_every,
         gradient_checkpointing=False,  # a 135M model fits; recomputing activations would cost a third more time

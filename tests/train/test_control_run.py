@@ -5,7 +5,7 @@ import json
 import pytest
 
 from m3agent.cli import main
-from m3agent.train.control_run import ControlTrainingError, plot_curve, read_tasks
+from m3agent.train.control_run import ControlTrainingError, plot_curve, read_tasks, running_mean
 from m3agent.train.dataset import write_parquet
 
 
@@ -33,3 +33,8 @@ def test_the_curve_is_drawn(tmp_path):
     steps = [{"step": 1, "reward": 0.25, "accuracy": 0.25}, {"step": 2, "reward": 0.5, "accuracy": 0.5}]
     plot_curve([1.2, 0.8, 0.5], steps, tmp_path / "curve.png")
     assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_running_mean_of_the_grpo_curve_averages_the_steps_so_far_up_to_its_window():
+    assert running_mean([0.0, 1.0, 0.5, 0.5], window=2) == [0.0, 0.5, 0.75, 0.5]
+    assert running_mean([0.2, 0.4], window=5) == pytest.approx([0.2, 0.3])

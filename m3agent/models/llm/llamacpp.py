@@ -48,10 +48,16 @@ class LlamaCppChat(ChatModel):
         if self.adapter and not (self.adapter.endswith(".gguf") and Path(self.adapter).is_file()):
             raise ChatUnavailableError(f"llama.cpp applies a GGUF adapter file; {self.adapter} is not one "
                                        "(m3agent train control writes adapter.gguf beside PEFT's folder)")
+        self.merged, lora = "", self.adapter  # the adapter is merged into a cached copy of the weights, or applied
+        if self.adapter and config.merge_adapter:
+            from m3agent.models.llm.merged_gguf import merged_model
+
+            self.merged = self.path = str(merged_model(self.path, self.adapter))
+            lora = ""
         try:
             self.llm = Llama(model_path=self.path, n_ctx=config.context, n_threads=config.threads or None,
                              n_threads_batch=config.threads or None, seed=config.seed, verbose=False,
-                             lora_path=self.adapter or None)
+                             lora_path=lora or None)
         except ValueError as exc:  # llama.cpp reports a missing or unreadable file this way
             raise ChatUnavailableError(f"llama.cpp cannot load {self.path}: {exc}") from exc
         self.model = self.path.rsplit("/", 1)[-1]

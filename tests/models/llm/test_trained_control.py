@@ -33,14 +33,18 @@ def memory(tmp_path_factory):
     graph.close()
 
 
-@pytest.mark.parametrize("backend", ["llamacpp", "transformers"])
-def test_the_shipped_control_model_answers_from_its_notes_in_both_backends(memory, backend):
+@pytest.mark.parametrize("backend,merge", [("llamacpp", True), ("llamacpp", False), ("transformers", True)])
+def test_the_shipped_control_model_answers_from_its_notes_in_both_backends(memory, backend, merge, tmp_path,
+                                                                           monkeypatch):
     if backend == "llamacpp":
         pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (M3AGENT_SKIP_LLAMACPP=1)")
+    monkeypatch.setenv("M3AGENT_CACHE", str(tmp_path))  # a first use: the merged model is built here
     config, graph = memory
-    chat = dataclasses.replace(config.control.chat, backend=backend, threads=1)
+    chat = dataclasses.replace(config.control.chat, backend=backend, threads=1, merge_adapter=merge)
     model = factory.build_chat(chat)
     assert model.adapter.endswith("adapter.gguf" if backend == "llamacpp" else "adapter")  # the shipped one
+    if backend == "llamacpp":  # merged into a cached copy of the weights (the default), or applied per token
+        assert bool(model.merged) == merge and (not merge or model.merged.startswith(str(tmp_path)))
     controller = factory.build_controller(graph, config, model)
     answers = controller.answer_many([Question(q) for q, _ in QUESTIONS])
     for (question, word), answer in zip(QUESTIONS, answers):
