@@ -9,6 +9,7 @@ default): small models follow ``Action:``/``Content:`` only when held to it.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -27,6 +28,8 @@ from m3agent.models.llm.base import (
     text_only,
 )
 from m3agent.prompts import load_grammar
+
+log = logging.getLogger(__name__)
 
 LOOP_CHECK_EVERY = 16  # tokens between checks for a reply stuck in a loop
 
@@ -52,8 +55,12 @@ class LlamaCppChat(ChatModel):
         if self.adapter and config.merge_adapter:
             from m3agent.models.llm.merged_gguf import merged_model
 
-            self.merged = self.path = str(merged_model(self.path, self.adapter))
-            lora = ""
+            try:
+                self.merged = self.path = str(merged_model(self.path, self.adapter))
+                lora = ""
+            except OSError as exc:  # no writable cache: the same model, the adapter applied at every token
+                log.warning("cannot keep a merged copy of %s with its adapter (%s); applying the adapter per token",
+                            self.path, exc)
         try:
             self.llm = Llama(model_path=self.path, n_ctx=config.context, n_threads=config.threads or None,
                              n_threads_batch=config.threads or None, seed=config.seed, verbose=False,

@@ -51,3 +51,16 @@ def test_a_second_use_reads_the_cache_and_a_file_that_is_no_adapter_is_refused(m
     with pytest.raises(AdapterMergeError, match="not a GGUF LoRA adapter"):
         merged_model(bundled_chat_gguf(), bundled_chat_gguf(), tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_a_writable_cache_the_backend_applies_the_adapter_per_token(tmp_path, monkeypatch, caplog):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (M3AGENT_SKIP_LLAMACPP=1)")
+    from m3agent import factory
+    from m3agent.config import ChatConfig
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("M3AGENT_CACHE", str(blocker))
+    chat = factory.build_chat(ChatConfig(backend="llamacpp", adapter="bundled", threads=1))
+    assert chat.merged == "" and chat.adapter.endswith("adapter.gguf")
+    assert "applying the adapter per token" in caplog.text
