@@ -8,13 +8,13 @@ limit, and the decoder finds a picture stream in it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 from pathlib import Path
 
 from m3agent.errors import M3AgentError
+from m3agent.files.digest import file_digest
 from m3agent.files.private import private_dir
 
 MEMORY_SUFFIX = ".db"
@@ -112,10 +112,10 @@ class DataFolder:
             raise DataFolderError(f"{name} is not a video the decoder can read: {exc}") from exc
         if not info.has_video:
             raise DataFolderError(f"{name} has no picture stream: upload a video")
-        digest = _digest(temp)
+        digest = file_digest(temp)
         stem, suffix = Path(_SAFE_NAME.sub("_", name)).stem.strip("._") or "video", Path(name).suffix.lower()
         for existing in self.uploads.glob(f"*{suffix}"):
-            if existing.stat().st_size == size and _digest(existing) == digest:
+            if existing.stat().st_size == size and file_digest(existing) == digest:
                 return existing
         target = self.uploads / f"{stem}{suffix}"
         if target.exists():
@@ -135,11 +135,3 @@ def listed_file(root: Path, path: str | os.PathLike[str], suffixes: tuple[str, .
         return False
     return (bool(parts) and not any(part.startswith(".") for part in parts)
             and real.name.lower().endswith(suffixes) and real.is_file())
-
-
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

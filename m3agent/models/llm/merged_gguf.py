@@ -7,8 +7,9 @@ of llama-cpp-python's converter, installed with m3agent): each adapted weight is
 ``alpha / rank * B @ A`` added, and is written as Q8_0 (8 bits: the small LoRA update survives, which requantizing
 to the base's 4 bits would round away); every other tensor and all metadata are copied as they are.
 
-The merged file goes to a cache folder named by the base's and the adapter's content, written to a temporary name
-and renamed, so concurrent first uses never read half a file and a changed adapter never meets a stale merge.
+The merged file goes to a cache folder named by the base file (path, size, time) and the adapter's content,
+written to a temporary name and renamed, so concurrent first uses never read half a file and a changed adapter
+never meets a stale merge.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from m3agent.errors import M3AgentError
 from m3agent.files.cache import cache_root
+from m3agent.files.digest import file_digest
 
 MERGED_TYPE = "Q8_0"
 
@@ -30,18 +32,12 @@ class AdapterMergeError(M3AgentError, ValueError):
     """An adapter that does not fit its base model (a tensor it adapts is missing, or shapes disagree)."""
 
 
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def merged_model(base: str | os.PathLike[str], adapter: str | os.PathLike[str], cache: Path | None = None) -> Path:
     """The path of ``base`` with ``adapter`` merged, building it on first use."""
     base, adapter = Path(base), Path(adapter)
-    key = hashlib.sha256(f"{file_digest(base)}:{file_digest(adapter)}:{MERGED_TYPE}".encode()).hexdigest()[:20]
+    stat = base.stat()  # the base is large and changes only when reinstalled: its path, size and time name it
+    key = hashlib.sha256(f"{base.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{file_digest(adapter)}:{MERGED_TYPE}"
+                         .encode()).hexdigest()[:20]
     folder = cache or cache_root() / "merged"
     out = folder / f"{base.stem}+{adapter.stem}-{key}.gguf"
     if out.is_file():
