@@ -38,7 +38,7 @@ def cmd_train(args, config: Config) -> int:
     from m3agent.train.control_run import ControlTraining, train_control
 
     plan = ControlTraining()
-    plan = replace(plan, warm_tasks=args.warm_tasks, threads=args.threads,
+    plan = replace(plan, warm_tasks=args.warm_tasks, threads=args.threads, lessons=args.lessons,
                    grpo=replace(plan.grpo, steps=args.steps, generations=args.generations,
                                 prompts_per_step=args.prompts, learning_rate=args.lr, seed=args.seed))
     if not args.data:
@@ -81,6 +81,8 @@ def add_commands(sub) -> None:
     p.add_argument("--data", default=None, help="control: train.parquet written by m3agent train-data")
     p.add_argument("--evidence", default=None, help="control: the worlds' evidence file (worlds.evidence.json)")
     p.add_argument("--warm-tasks", type=int, default=256, help="control: gold episodes of the warm start")
+    p.add_argument("--lessons", type=float, default=0.3,
+                   help="control: share of questions shown feedback lessons (others' corrections; 0: none)")
     p.add_argument("--steps", type=int, default=40, help="control: GRPO steps")
     p.add_argument("--prompts", type=int, default=2, help="control: questions a GRPO step")
     p.add_argument("--generations", type=int, default=4, help="control: episodes a question (GRPO's group)")

@@ -14,19 +14,23 @@ and an RL rollout that samples tokens itself all drive this same step::
     answer = step.finish(state)                    # character ids replaced by names
 
 By default the question itself is searched before the first round (``seed_search``), so even a small
-model starts from evidence; this costs one memory search (milliseconds) and no model round.
+model starts from evidence; this costs one memory search (milliseconds) and no model round. Search results
+show a person by name wherever memory knows the name as of the question (``<character_3>`` only for people
+still unnamed then): a model then reads "Peter says ..." and need not spend a round on "What is the name of
+<character_3>", nor pick the right id out of several, to answer "who said ...".
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from m3agent.config import ControlConfig
 from m3agent.control.records import Answer, Question, Round
-from m3agent.control.text import REPLY_FORMAT, STOP, choose_query, format_results, parse_action
+from m3agent.control.text import REPLY_FORMAT, STOP, choose_query, echoes, format_results, parse_action
+from m3agent.memory.characters import name_statement
 from m3agent.memory.errors import MemoryStoreError
 from m3agent.memory.search import SeenClips
 from m3agent.memory.tags import rewrite_tags
@@ -75,6 +79,7 @@ class QuestionState:
     error: str | None = None
     start: float = field(default_factory=time.perf_counter)
     end: float | None = None  # when its answer (or error) came: questions of one batch finish apart
+    shown: Callable[[str], str] = str  # a memory line as the model reads it (known names for character ids)
 
     @property
     def done(self) -> bool:
@@ -102,10 +107,11 @@ class ControlStep:
         return {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature, "stop": STOP,
                 "format": REPLY_FORMAT}
 
-    def start(self, question: Question, *, strict: bool = False) -> QuestionState:
+    def start(self, question: Question, *, strict: bool = False, lessons: Sequence[str] | None = None) -> QuestionState:
         """A new conversation: the system message, and the seed search's results pending for round 1. Here the
         question's video is resolved, once for the whole conversation: a question about a video memory does not
-        hold (or holds no clip of) comes back already failed, or with ``strict`` raises its error."""
+        hold (or holds no clip of) comes back already failed, or with ``strict`` raises its error. ``lessons``
+        replaces the ones memory would give (a training task brings its own)."""
         system = load_prompt("control_system").format(question=question.text)
         try:
             video_id = self.video_of(question)
@@ -113,10 +119,12 @@ class ControlStep:
             if strict:
                 raise
             return QuestionState(question, -1, [], error=str(exc))
-        lessons = self.memory.lessons(video_id, question.text, self.config.lessons, question.before_clip)
+        if lessons is None:
+            lessons = self.memory.lessons(video_id, question.text, self.config.lessons, question.before_clip)
         if lessons:
             system += "\n\n" + load_prompt("control_lessons").format(lessons="\n".join(f"- {x}" for x in lessons))
-        state = QuestionState(question, video_id, [{"role": "system", "content": system}])
+        state = QuestionState(question, video_id, [{"role": "system", "content": system}],
+                              shown=self.shown(video_id, question.before_clip))
         if self.config.seed_search:
             step = Round("search", question.text, by="seed")
             state.rounds.append(step)
@@ -148,6 +156,8 @@ class ControlStep:
             raise ValueError(f"question already finished: {state.question.text!r}")
         response = ChatResponse(reply) if isinstance(reply, str) else reply
         action, content, malformed = parse_action(response.text)
+        if action == "answer" and not last and echoes(content, state.question.text):
+            action, content = "search", ""  # the question copied back answers nothing: it is searched again
         step = Round(action, content, malformed=malformed, prompt_tokens=response.prompt_tokens,
                      completion_tokens=response.completion_tokens, seconds=response.seconds)
         state.rounds.append(step)
@@ -170,7 +180,7 @@ class ControlStep:
         step.hits = [{"clip": c.id, "start": c.start, "end": c.end, "score": round(c.score, 4)} for c in result.clips]
         for clip in result.clips:
             state.notes.setdefault(clip.id, []).extend(clip.lines)
-        return format_results(query, result)
+        return format_results(query, result, state.shown)
 
     def finish(self, state: QuestionState) -> Answer:
         """The answer as users read it: names instead of character ids, in the answer and its notes."""
@@ -182,13 +192,24 @@ class ControlStep:
         return Answer(state.question.text, text, state.rounds, (state.end or time.perf_counter()) - state.start,
                       state.error, notes)
 
-    def namer(self, video_id: int, before_clip: int | None = None) -> Callable[[str], str]:
-        """A function replacing character (and face/voice) ids in a text by the names memory knows."""
+    def shown(self, video_id: int, before_clip: int | None = None) -> Callable[[str], str]:
+        """A memory line as the model reads it: known names for ids, except in a line that states a name (it
+        maps the id the model may meet elsewhere, where "Alice's name is Alice" would map nothing)."""
+        named = self.namer(video_id, before_clip, keep_unnamed=True)
+        return lambda line: line if name_statement(line) else named(line)
+
+    def namer(self, video_id: int, before_clip: int | None = None, *,
+              keep_unnamed: bool = False) -> Callable[[str], str]:
+        """A function replacing character (and face/voice) ids in a text by the names memory knows; a person
+        without one becomes "an unnamed person" (for users) or, with ``keep_unnamed``, their character id (for
+        the model, which may search for it)."""
         names = self.memory.names(video_id, before_clip)
         cmap = self.memory.characters(video_id, before_clip)
+        unnamed = (lambda character: f"<character_{character}>" if character is not None else None) if keep_unnamed \
+            else (lambda character: "an unnamed person")
 
-        def sub(kind: str, number: int) -> str:
+        def sub(kind: str, number: int) -> str | None:
             character = number if kind == "character" else cmap.character_of(number)
-            return names.get(character, "an unnamed person") if character is not None else "an unnamed person"
+            return names[character] if character is not None and character in names else unnamed(character)
 
         return lambda text: rewrite_tags(text, sub).strip()

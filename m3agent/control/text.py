@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from m3agent.media.clock import clock
 from m3agent.models.llm.base import answer_text
@@ -68,12 +69,19 @@ def choose_query(content: str, malformed: bool, question: str) -> str:
     return content.strip() or question
 
 
-def format_results(query: str, result) -> str:
-    """Search results as the model reads them: one block of note lines per clip, with its time span."""
+def echoes(content: str, question: str) -> bool:
+    """Whether an answer only copies the question back (its words, ignoring case and punctuation)."""
+    words = lambda text: re.findall(r"\w+", text.casefold())  # noqa: E731
+    return bool(words(content)) and words(content) == words(question)
+
+
+def format_results(query: str, result, shown: Callable[[str], str] = str) -> str:
+    """Search results as the model reads them: one block of note lines per clip, with its time span, each
+    line as ``shown`` writes it."""
     out = [KNOWLEDGE_PREFIX + json.dumps(query, ensure_ascii=False) + ":"]
     for clip in result.clips:
         out.append(f"CLIP_{clip.id} ({clock(clip.start)}-{clock(clip.end)}):")
-        out.extend(f"- {line}" for line in clip.lines)
+        out.extend(f"- {shown(line)}" for line in clip.lines)
     if result.empty:
         out.append(EMPTY_RESULT)
     return "\n".join(out)

@@ -34,7 +34,8 @@ from m3agent.models.llm.base import ChatResponse
 class ControlEnv(Env):
     """One question at a time over one memory. ``task``: ``question``, and optionally ``video`` (name or id;
     default the only one), ``before_clip`` (the last clip the question may see) and ``answer`` (the
-    reference; without it the episode is not judged and its reward is only the shaping)."""
+    reference; without it the episode is not judged and its reward is only the shaping) and ``lessons`` (feedback
+    lines shown with the question instead of the ones memory holds: training teaches when to use them)."""
 
     name = "control"
     requires = ("memory", "rewarder", "control")
@@ -73,7 +74,8 @@ class ControlEnv(Env):
             raise EnvError(f"a control task needs a question, got {task!r}")
         question = Question(str(task["question"]), check_before_clip(task.get("before_clip"), gaps=True),
                             task.get("video") or None)
-        state = self.control.start(question)
+        lessons = task.get("lessons")
+        state = self.control.start(question, lessons=None if lessons is None else [str(x) for x in lessons])
         if state.error:
             raise EnvError(state.error)
         self.state, self.task, self.answer, self.round = state, dict(task), None, 1

@@ -252,11 +252,12 @@ class Characters:
         return self._video_of[node_id]
 
     def names(self, video_id: int, before_clip: int | None = None) -> dict[int, str]:
-        """Character number -> the name the memory's visible semantic lines give it."""
+        """Character number -> the name the memory's visible lines give it: a video's semantic name lines, and a
+        text source's records that state a name the same way (``<character_2>'s name is Olga``; a text source
+        stores every record as an episodic line)."""
         key = (video_id, before_clip)
         if key not in self._names:
-            found = {n.id: n for word in NAME_WORDS
-                     for n in self.store.text_nodes(video_id, kind=NodeKind.SEMANTIC, containing=word)}
+            found = {n.id: n for word in NAME_WORDS for n in self.store.text_nodes(video_id, containing=word)}
             lines = [(n.text, n.weight) for _, n in sorted(found.items()) if node_visible(n, before_clip)]
             cmap = self.of(video_id, before_clip)
             self._names[key] = character_names(cmap, lines)

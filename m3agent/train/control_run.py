@@ -39,6 +39,7 @@ class ControlTraining:
     warm_epochs: int = 1
     warm_learning_rate: float = 2e-4
     warm_batch: int = 4
+    lessons: float = 0.3  # share of tasks shown feedback lessons (:mod:`m3agent.train.lessons`); 0: none
     rounds: int = 3  # control rounds an episode may take while training (inference keeps control.max_rounds)
     grpo: GrpoSettings = field(default_factory=GrpoSettings)
     lora: LoraSettings = field(default_factory=LoraSettings)
@@ -76,6 +77,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     from m3agent.train.adapter_gguf import write_gguf_adapter
     from m3agent.train.gold import gold_reply
     from m3agent.train.grpo import train_grpo
+    from m3agent.train.lessons import add_lessons
     from m3agent.train.policy import load_base, with_adapter
     from m3agent.train.rollouts import ControlRollouts
     from m3agent.train.sft import warm_start
@@ -86,6 +88,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     started = time.perf_counter()
     config = dataclasses.replace(config, control=dataclasses.replace(config.control, max_rounds=settings.rounds))
     tasks = read_tasks(data, evidence)
+    with_lessons = add_lessons(tasks, settings.lessons, settings.grpo.seed)
     shelf = MemoryShelf(config)
 
     def env_for(task: dict[str, Any]):
@@ -96,7 +99,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     base_model = config.control.chat.model if config.control.chat.model.endswith(".gguf") else str(bundled_chat_gguf())
     tokenizer, model = load_base(base_model, settings.threads)
     warm_dir = out / "warm"
-    summary: dict[str, Any] = {"tasks": len(tasks), "settings": asdict(settings)}
+    summary: dict[str, Any] = {"tasks": len(tasks), "tasks_with_lessons": with_lessons, "settings": asdict(settings)}
     if (warm_dir / "adapter_config.json").exists():
         model = with_adapter(model, settings.lora, warm_dir)
         notice(f"warm start: kept from {warm_dir}")

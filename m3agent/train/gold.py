@@ -5,22 +5,18 @@ as soon as the notes shown hold every evidence clip, otherwise search for what i
 round whatever happens. A task names its evidence clips (``evidence``) and may give a query that finds each
 (``evidence_queries``: clip -> text, e.g. the evidence line).
 
-Without such a query the gold policy tries the searches a good reader would (the question again; the name of a
-person the notes show only as an id, the way the prompt teaches: ``What is the name of <character_3>``) and
-sends the first that would bring a missing evidence clip, asking memory the way the environment will. So a "who
-said" question whose speaker is only an id in the notes learns to look up the id's name, and a question about
-what holds *now* learns to search again for the later clip, instead of answering from the first notes.
+Without such a query the gold policy searches the question again, if that would bring a missing evidence clip
+(asking memory the way the environment will): so a question about what holds *now* learns to search again for
+the later clip instead of answering from the first notes. (Search results show people by the names memory knows,
+so no round goes to looking a name up.)
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from m3agent.envs.control import ControlEnv
 from m3agent.memory.search import SeenClips
-
-ID_TAG = re.compile(r"<character_(\d+)>")
 
 
 def gold_reply(env: ControlEnv, task: dict[str, Any]) -> str:
@@ -32,24 +28,9 @@ def gold_reply(env: ControlEnv, task: dict[str, Any]) -> str:
     queries = {int(k): v for k, v in (task.get("evidence_queries") or {}).items()}
     given = [queries[c] for c in missing if queries.get(c)]
     asked = {r.content for r in state.rounds}
-    candidates = [q for q in dict.fromkeys(given + search_candidates(env, task)) if q not in asked]
+    candidates = [q for q in dict.fromkeys(given + [task["question"]]) if q not in asked]
     query = next((q for q in candidates if reaches(env, q, missing)), None)
     return f"Action: [Search]\nContent: {query or task['question']}"
-
-
-def search_candidates(env: ControlEnv, task: dict[str, Any]) -> list[str]:
-    """Queries worth trying next, most specific first: the name of an id the notes show without one whose name
-    is in the reference answer, the question itself, then the name of every other such id."""
-    state = env.state
-    lines = [line for clip in state.notes.values() for line in clip]
-    named = env.control.memory.names(state.video_id, state.question.before_clip)
-    answer = str(task.get("answer") or "").lower()
-    unnamed = [int(n) for n in dict.fromkeys(ID_TAG.findall("\n".join(lines)))
-               if not any(line.startswith(f"<character_{n}>'s name is") for line in lines)]
-    in_answer = [n for n in unnamed if named.get(n) and re.search(rf"\b{re.escape(named[n].lower())}\b", answer)]
-    rest = [n for n in unnamed if n not in in_answer]
-    ask = "What is the name of <character_{}>".format
-    return [ask(n) for n in in_answer] + [task["question"]] + [ask(n) for n in rest]
 
 
 def reaches(env: ControlEnv, query: str, missing: list[int]) -> bool:

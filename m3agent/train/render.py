@@ -6,9 +6,9 @@
 * :func:`evidence`: the ``NAME.evidence.json`` sidecar, ``{question_id: [clip, ...]}``.
 * :func:`records`: the world as a text memory (:class:`~m3agent.memory.text_sources.TextRecord`), one record a
   spoken scene, its session the 30-second clip it falls in, so a text memory's clips are the video's. Each line
-  reads as the default memorizer writes speech (``At 02:15 <character_2> says: "..."``, and
-  ``<character_2>'s name is Olga`` where a line gives a name the memorizer reads), so the control model learns
-  on text what it reads in a video's memory. A video memory knows no names until someone says one, so speakers
+  reads as the default memorizer writes a speaker's scene (``<character_2> is on screen from 02:15 to 02:29.``,
+  ``At 02:15 <character_2> says: "..."``, and ``<character_2>'s name is Olga`` where a line gives a name the
+  memorizer reads), so the control model learns on text what it reads in a video's memory. A video memory knows no names until someone says one, so speakers
   are ids (numbered in the order people first speak, from a per-world start) and names come from the lines.
 * :func:`scenes`: the world as :class:`~m3agent.samples.synth.Scene` s for
   :func:`~m3agent.samples.synth.build_episode`: each person's photo on screen while their espeak-ng voice
@@ -67,8 +67,9 @@ def speaker_labels(world: World) -> dict[str, str]:
 
 
 def records(world: World) -> list[TextRecord]:
-    """One record a spoken scene, ``At MM:SS <character_N> says: "line"``, plus one a name the line gives, in
-    the session of its 30-second clip."""
+    """Each spoken scene as the memorizer writes it, in the session of its 30-second clip: the speaker on screen
+    (``<character_N> is on screen from MM:SS to MM:SS.``), the line (``At MM:SS <character_N> says: "line"``)
+    and one record a name the line gives."""
     from m3agent.memorize.grounded import stated_names
 
     labels = speaker_labels(world)
@@ -77,7 +78,10 @@ def records(world: World) -> list[TextRecord]:
         if not line.speaker:
             continue
         rid, who, session = f"{world.id}/scene-{line.scene:02d}", labels[line.speaker], str(clip_of(line.scene))
-        out.append(TextRecord(rid, f'At {clock(scene_start(line.scene))} {who} says: "{line.text}"', session=session))
+        start = scene_start(line.scene)
+        out.append(TextRecord(f"{rid}/screen", f"{who} is on screen from {clock(start)} to "
+                              f"{clock(start + SCENE_SECONDS - 1)}.", session=session))
+        out.append(TextRecord(rid, f'At {clock(start)} {who} says: "{line.text}"', session=session))
         out.extend(TextRecord(f"{rid}/name-{n}", f"{who}'s name is {name}", session=session)
                    for n, name in enumerate(stated_names(line.text), 1))
     sessions = [int(r.session) for r in out]

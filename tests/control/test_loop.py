@@ -63,7 +63,8 @@ def test_search_then_answer_with_names_and_trace(kitchen):
     assert [r.action for r in answer.rounds] == ["search", "answer"]
     assert answer.rounds[0].clips and answer.rounds[0].clips[0] == 0
     seen = chat.calls[1][-1]  # the search result goes out with the next round's instruction
-    assert f"<character_{a}> opens the fridge in the kitchen" in knowledge(seen)["CLIP_0"]
+    assert "Alice opens the fridge in the kitchen" in knowledge(seen)["CLIP_0"]  # the name memory knows, not the id
+    assert f"<character_{a}>'s name is Alice" in knowledge(seen)["CLIP_0"]  # a name statement stays as it is
     assert "Round 2 of 5" in seen["content"]
     assert "Round 1 of 5" in chat.calls[0][1]["content"]
     roles = [m["role"] for m in chat.calls[1]]

@@ -148,3 +148,33 @@ def test_every_round_asks_for_the_control_reply_format_which_has_a_grammar(kitch
     assert 'root' in grammar and '"Search" | "Answer"' in grammar
     chat = ScriptedChat(["Action: [Answer]\nContent: Alice"])  # a backend with no grammar engine ignores it
     assert chat.chat([{"role": "user", "content": "?"}], **sampling).text.endswith("Alice")
+
+
+def test_an_answer_that_only_copies_the_question_is_searched_again_until_the_last_round(kitchen):
+    step = ControlStep(kitchen, ControlConfig(seed_search=False, max_rounds=3))
+    question = Question("Who opens the fridge?")
+    answer, shown = by_hand(step, question, ["Action: [Answer]\nContent: who opens the fridge",
+                                             "Action: [Answer]\nContent: Who opens the fridge?"])
+    assert [r.action for r in answer.rounds] == ["search", "search"]  # nothing answered: the question searched
+    assert answer.rounds[0].content == "" and answer.rounds[0].clips  # (an empty content: the question itself)
+    last, _ = by_hand(ControlStep(kitchen, ControlConfig(seed_search=False, max_rounds=1)), question,
+                      ["Action: [Answer]\nContent: Who opens the fridge?"])
+    assert [r.action for r in last.rounds] == ["answer"]  # the last round's reply is the answer, whatever it is
+
+
+def test_echoes_compares_words_not_case_or_punctuation():
+    from m3agent.control.text import echoes
+
+    assert echoes("who opens the FRIDGE", "Who opens the fridge?")
+    assert not echoes("Alice opens the fridge.", "Who opens the fridge?")
+    assert not echoes("", "Who?") and not echoes("...", "...")
+
+
+def test_search_results_show_names_memory_knows_and_ids_of_people_it_does_not(kitchen):
+    a, bob = kitchen.ids["alice_face"], kitchen.ids["bob_face"]
+    state = ControlStep(kitchen, ControlConfig(seed_search=True)).start(Question("Who plays guitar in the room?"))
+    shown = state.pending.splitlines()
+    assert f"- Alice and <character_{bob}> talk about the concert" in shown  # Bob never says his name here
+    assert f"- <character_{bob}> plays guitar on the sofa" in shown
+    raw = [line for lines in state.notes.values() for line in lines]
+    assert f"<character_{a}> and <character_{bob}> talk about the concert" in raw  # the notes keep the ids

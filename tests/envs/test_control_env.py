@@ -120,3 +120,12 @@ def test_factory_builds_the_env_from_config(kitchen):
     assert result.info["answer"] == "Alice" and result.reward == pytest.approx(0.5)  # right, but ids left
     with pytest.raises(EnvError, match="needs memory"):
         build_env(config)
+
+
+def test_a_task_brings_its_own_lessons_in_place_of_memorys(kitchen):
+    env = env_for(kitchen)
+    lesson = 'Asked "Who cooks pasta?", the answer "Alice" was wrong; the user corrected it: "Bob".'
+    system = env.reset({"question": "Who opened the fridge?", "answer": "Alice", "lessons": [lesson]})[0]["content"]
+    assert system.rstrip().endswith(f"- {lesson}") and "What this user told you" in system
+    plain = env.reset({"question": "Who opened the fridge?", "answer": "Alice"})[0]["content"]
+    assert "What this user told you" not in plain  # this memory holds no lesson

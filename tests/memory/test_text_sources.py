@@ -206,3 +206,14 @@ def test_text_that_is_not_text_or_too_long_is_a_skipped_line(tmp_path):
     utf16 = tmp_path / "u16.jsonl"
     utf16.write_bytes(path.read_text(encoding="utf-8").encode("utf-16"))
     assert [r.id for r in read_records(utf16)[0]] == [CHAT[0]["id"], CHAT[1]["id"]]
+
+
+def test_a_record_that_states_a_name_names_the_character_as_of_its_session(db_path, embedder):
+    recs = [TextRecord("a", 'At 00:05 <character_2> says: "I mend nets."', session="0"),
+            TextRecord("b", "<character_2>'s name is Olga", session="1"),
+            TextRecord("c", "Olga said her name is Olga twice", session="1")]  # not a name statement
+    with MemoryGraph.open(db_path, embedder=embedder) as graph:
+        graph.remember("harbour", recs)
+        video = graph.resolve_video("harbour").id
+        assert graph.names(video) == {2: "Olga"}  # a text source's episodic line, read like a video's semantic one
+        assert graph.names(video, before_clip=0) == {}  # not yet said in session 0

@@ -89,7 +89,12 @@ def test_records_are_the_spoken_scenes_as_the_memorizer_writes_speech_in_their_c
     assert [r.text for r in said] == [f'At {line.scene * 15 // 60:02d}:{line.scene * 15 % 60:02d} '
                                       f'{labels[line.speaker]} says: "{line.text}"' for line in spoken]
     assert [r.session for r in said] == [str(line.scene // 2) for line in spoken]
-    named = [r.text for r in recs if " says: " not in r.text]
+    clock = lambda seconds: f"{seconds // 60:02d}:{seconds % 60:02d}"  # noqa: E731
+    on_screen = [r for r in recs if " is on screen from " in r.text]
+    assert [(r.text, r.session) for r in on_screen] == [
+        (f"{labels[line.speaker]} is on screen from {clock(line.scene * 15)} to {clock(line.scene * 15 + 14)}.",
+         str(line.scene // 2)) for line in spoken]  # as the memorizer writes a face's time on screen
+    named = [r.text for r in recs if " says: " not in r.text and r not in on_screen]
     assert named == [f"{labels[line.speaker]}'s name is {name}" for line in spoken for name in stated_names(line.text)]
     assert len(named) >= len(world.people)  # every intro gives a name the memorizer reads
     first = world.index % 5

@@ -75,24 +75,25 @@ def test_gold_replies_answer_once_the_evidence_is_shown_and_search_for_what_is_m
     assert "Content: it rained on the whole valley" in tok.decode(episodes[1].completion_ids)
 
 
-def test_gold_looks_up_the_name_of_a_speaker_the_notes_show_only_as_an_id(tmp_path, world):
+def test_gold_answers_who_said_from_notes_that_show_the_speaker_by_name_once_memory_knows_it(tmp_path, world):
     _, _, tok, _ = world
     config = load_config(overrides=["control.max_rounds=3", "memory.search.top_k=1"])  # one clip a search
-    records = [TextRecord("a", 'At 00:05 <character_4> says: "Hello, my name is Ines. I sell kites."', session="0"),
-               TextRecord("a/n", "<character_4>'s name is Ines", session="0"),
-               TextRecord("b", 'At 00:35 <character_2> says: "The ferry leaves at noon."', session="1"),
-               TextRecord("c", 'At 01:05 <character_4> says: "I painted the harbour wall blue."', session="2")]
+    records = [TextRecord("a", 'At 00:05 <character_4> says: "I sell kites on the pier."', session="0"),
+               TextRecord("b", 'At 00:35 <character_4> says: "Hello, my name is Ines."', session="1"),
+               TextRecord("b/n", "<character_4>'s name is Ines", session="1")]
     graph = factory.open_memory(tmp_path / "ids.db", config, create=True)
     graph.remember("world_ids", records)
     try:
-        task = {"question": "Who painted the harbour wall?", "answer": "Ines.", "video": "world_ids",
-                "evidence": [0, 2]}
-        (episode,) = ControlRollouts(tok, _env_for(config, graph)).replay([task], gold_reply)
-        said = tok.decode([t for t, m in zip(episode.completion_ids, episode.env_mask) if m])
+        env_for = _env_for(config, graph)
+        later = {"question": "Who sells kites on the pier?", "answer": "Ines.", "video": "world_ids", "evidence": [0]}
+        before = dict(later, before_clip=0, answer="<character_4>")  # asked before anyone said the name
+        shown = [env_for(t).reset(t)[-1]["content"] for t in (later, before)]
+        episodes = ControlRollouts(tok, env_for).replay([later], gold_reply)
     finally:
         graph.close()
-    assert said.startswith("Action: [Search]\nContent: What is the name of <character_4>")
-    assert episode.right and episode.rounds == 2
+    assert 'Ines says: "I sell kites' in shown[0] and "<character_4>" not in shown[0].split("Round 1")[0]
+    assert '<character_4> says: "I sell kites' in shown[1] and "Ines" not in shown[1]
+    assert episodes[0].right and episodes[0].rounds == 1
 
 
 @pytest.mark.slow

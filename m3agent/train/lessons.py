@@ -1,0 +1,52 @@
+"""Feedback lessons in training prompts, so the control model learns what the feedback run asks of it.
+
+A user's corrections come back to later questions as lessons (:func:`m3agent.eval.feedback.lesson_text`, the
+nearest few shown with the question). A model never trained with them copies whatever a lesson says into its
+answer, even when the lesson was about another question. Here a share of the training tasks gets the lessons its
+world's other questions would have left (a wrong answer, corrected), and now and then one about the task's own
+question: the reward then pays for answering from the notes, or from a lesson only when it is about this question.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from m3agent.eval.feedback import lesson_text
+
+OWN_SHARE = 0.25  # of the tasks given lessons, those whose lessons include one about their own question
+
+
+def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: int = 3) -> int:
+    """Give about ``share`` of ``tasks`` (in place) a ``lessons`` list of 1..``most`` corrections of other
+    questions about the same memory; returns how many got some. Seeded: a re-run gives the same lessons."""
+    rng = random.Random(seed)
+    world: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for task in tasks:
+        world[(task.get("memory"), task.get("video"))].append(task)
+    given = 0
+    for task in tasks:
+        if rng.random() >= share:
+            continue
+        others = [t for t in world[(task.get("memory"), task.get("video"))]
+                  if t["question"] != task["question"] and t.get("answer")]
+        answers = list(dict.fromkeys(str(t["answer"]) for t in others))
+        picked = rng.sample(others, min(len(others), rng.randint(1, most)))
+        lessons = [lesson_text(t["question"], _wrong(rng, answers, str(t["answer"])), correction=str(t["answer"]))
+                   for t in picked]
+        if task.get("answer") and rng.random() < OWN_SHARE:
+            wrong = _wrong(rng, answers, str(task["answer"]))
+            lessons.insert(rng.randint(0, len(lessons)), lesson_text(task["question"], wrong,
+                                                                     correction=str(task["answer"])))
+        if lessons:
+            task["lessons"] = [x for x in lessons if x]
+            given += 1
+    return given
+
+
+def _wrong(rng: random.Random, answers: list[str], right: str) -> str:
+    """A plausible wrong answer: another question's answer about the same memory."""
+    choices = [a for a in answers if a != right]
+    return rng.choice(choices) if choices else "I do not know."

@@ -1,0 +1,47 @@
+"""Feedback lessons given to training tasks: seeded, from the same memory's other questions, now and then one
+about the task's own question."""
+
+from m3agent.train.lessons import add_lessons
+
+
+def _tasks():
+    return [{"question": f"Where is thing {n} of world {w}?", "answer": f"In box {n}{w}.", "memory": f"w{w}.db",
+             "video": None} for w in range(20) for n in range(6)]
+
+
+def test_lessons_are_seeded_and_given_to_about_the_share_asked():
+    first, again, other = _tasks(), _tasks(), _tasks()
+    given = add_lessons(first, 0.3, seed=5)
+    assert given == add_lessons(again, 0.3, seed=5) and first == again
+    add_lessons(other, 0.3, seed=6)
+    assert other != first
+    assert 0.15 * len(first) < given < 0.45 * len(first) and given == sum("lessons" in t for t in first)
+    none = _tasks()
+    assert add_lessons(none, 0.0, seed=5) == 0 and not any("lessons" in t for t in none)
+
+
+def test_lessons_correct_questions_of_the_same_memory_and_sometimes_the_tasks_own():
+    tasks = _tasks()
+    add_lessons(tasks, 1.0, seed=3)
+    own = 0
+    for task in tasks:
+        world = task["memory"][1:-3]
+        assert 1 <= len(task["lessons"]) <= 4
+        for lesson in task["lessons"]:
+            assert lesson.startswith('Asked "Where is thing ') and f"of world {world}?" in lesson
+            asked, _, corrected = lesson.partition("the user corrected it: ")
+            number = asked.split("thing ")[1].split(" ")[0]
+            assert corrected == f'"In box {number}{world}.".'  # the right answer of the question it is about
+            assert f'the answer "In box {number}{world}." was wrong' not in lesson  # the wrong one is another's
+            own += task["question"] in asked
+    assert 0.1 * len(tasks) < own < 0.4 * len(tasks)
+
+
+def test_a_memory_with_one_question_gives_only_lessons_about_it():
+    lessons = []
+    for seed in range(20):
+        tasks = [{"question": "Where is the kite?", "answer": "On the roof.", "memory": "one.db", "video": None}]
+        add_lessons(tasks, 1.0, seed=seed)
+        lessons += tasks[0].get("lessons", [])
+    assert lessons and all(x.startswith('Asked "Where is the kite?", the answer "I do not know." was wrong') and
+                           x.endswith('"On the roof.".') for x in lessons)
