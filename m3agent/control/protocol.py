@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from m3agent.config import ControlConfig
 from m3agent.control.records import Answer, Question, Round
-from m3agent.control.text import REPLY_FORMAT, STOP, choose_query, echoes, format_results, parse_action
+from m3agent.control.text import (
+    REPLY_FORMAT,
+    STOP,
+    choose_query,
+    echoes,
+    format_results,
+    parse_action,
+)
 from m3agent.memory.characters import name_statement
 from m3agent.memory.errors import MemoryStoreError
 from m3agent.memory.search import SeenClips
