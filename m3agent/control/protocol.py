@@ -212,11 +212,12 @@ class ControlStep:
         the model, which may search for it)."""
         names = self.memory.names(video_id, before_clip)
         cmap = self.memory.characters(video_id, before_clip)
-        unnamed = (lambda character: f"<character_{character}>" if character is not None else None) if keep_unnamed \
-            else (lambda character: "an unnamed person")
-
         def sub(kind: str, number: int) -> str | None:
             character = number if kind == "character" else cmap.character_of(number)
-            return names[character] if character is not None and character in names else unnamed(character)
+            if character in names:
+                return names[character]
+            if not keep_unnamed:
+                return "an unnamed person"
+            return None if character is None else f"<character_{character}>"  # None: the tag stays as written
 
         return lambda text: rewrite_tags(text, sub).strip()

@@ -37,6 +37,16 @@ def stated_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def on_screen_line(who: str, start: float, end: float) -> str:
+    """The line for a person seen from ``start`` to ``end`` (the training worlds write the same)."""
+    return f"{who} is on screen from {clock(start)} to {clock(end)}."
+
+
+def speech_line(who: str, start: float, text: str) -> str:
+    """The line for what a person says at ``start`` (the training worlds write the same)."""
+    return f'At {clock(start)} {who} says: "{text}"'
+
+
 class GroundedMemorizer(Memorizer):
     name = "grounded"
 
@@ -52,7 +62,7 @@ class GroundedMemorizer(Memorizer):
                 if b - a < 0.5:
                     lines.episodic.append(f"<face_{node}> appears on screen at {clock(a)}.")
                 else:
-                    lines.episodic.append(f"<face_{node}> is on screen from {clock(a)} to {clock(b)}.")
+                    lines.episodic.append(on_screen_line(f"<face_{node}>", a, b))
         for a, b, n in perception.small_face_spans(gap=max(self.frame_gap, 1.5 * step)):
             lines.episodic.append(small_faces_line(n, a, b, more=bool(perception.faces)))
         if not perception.faces and not perception.small_faces and clip.frames:
@@ -60,7 +70,7 @@ class GroundedMemorizer(Memorizer):
         votes: dict[int, Counter] = {}
         for u in perception.utterances:
             speaker = f"<voice_{voice_ids[u.voice]}>" if u.voice is not None else "Someone"
-            lines.episodic.append(f'At {clock(u.start)} {speaker} says: "{u.text}"')
+            lines.episodic.append(speech_line(speaker, u.start, u.text))
             if u.voice is None:
                 continue
             tally = votes.setdefault(voice_ids[u.voice], Counter())

@@ -41,7 +41,7 @@ def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: 
             lessons.insert(rng.randint(0, len(lessons)), lesson_text(task["question"], wrong,
                                                                      correction=str(task["answer"])))
         if lessons:
-            task["lessons"] = [x for x in lessons if x]
+            task["lessons"] = lessons
             given += 1
     return given
 

@@ -6,10 +6,11 @@
 * :func:`evidence`: the ``NAME.evidence.json`` sidecar, ``{question_id: [clip, ...]}``.
 * :func:`records`: the world as a text memory (:class:`~m3agent.memory.text_sources.TextRecord`), one record a
   spoken scene, its session the 30-second clip it falls in, so a text memory's clips are the video's. Each line
-  reads as the default memorizer writes a speaker's scene (``<character_2> is on screen from 02:15 to 02:29.``,
-  ``At 02:15 <character_2> says: "..."``, and ``<character_2>'s name is Olga`` where a line gives a name the
-  memorizer reads), so the control model learns on text what it reads in a video's memory. A video memory knows no names until someone says one, so speakers
-  are ids (numbered in the order people first speak, from a per-world start) and names come from the lines.
+  is written by the default memorizer's own functions for a speaker's scene (``<character_2> is on screen from
+  02:15 to 02:29.``, ``At 02:15 <character_2> says: "..."``), plus ``<character_2>'s name is Olga`` where a line
+  gives a name the memorizer reads, so the control model learns on text what it reads in a video's memory. A video
+  memory knows no names until someone says one, so speakers are ids (numbered in the order people first speak,
+  from a per-world start) and names come from the lines.
 * :func:`scenes`: the world as :class:`~m3agent.samples.synth.Scene` s for
   :func:`~m3agent.samples.synth.build_episode`: each person's photo on screen while their espeak-ng voice
   says their line, every scene exactly 15 s.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from m3agent.media.clock import clock
 from m3agent.memory.text_sources import TextRecord
 from m3agent.samples.synth import Scene
 from m3agent.train.worlds import CLIP_SECONDS, SCENE_SECONDS, World, clip_of, scene_start
@@ -26,11 +28,6 @@ from m3agent.train.worlds import CLIP_SECONDS, SCENE_SECONDS, World, clip_of, sc
 #: voice key (:data:`m3agent.train.worlds.VOICE_KEYS`) -> espeak-ng voice: the mini M3-Bench's three, and more
 VOICES = {"man_us": "en-us+m3", "man_gb": "en-gb-x-rp+m7", "man_scot": "en-gb-scotland+m1",
           "woman_1": "en+f4", "woman_2": "en-us+f2", "woman_3": "en-gb+f3"}
-
-
-def clock(seconds: float) -> str:
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes:02d}:{rest:02d}"
 
 
 def question_id(world: World, number: int) -> str:
@@ -70,7 +67,7 @@ def records(world: World) -> list[TextRecord]:
     """Each spoken scene as the memorizer writes it, in the session of its 30-second clip: the speaker on screen
     (``<character_N> is on screen from MM:SS to MM:SS.``), the line (``At MM:SS <character_N> says: "line"``)
     and one record a name the line gives."""
-    from m3agent.memorize.grounded import stated_names
+    from m3agent.memorize.grounded import on_screen_line, speech_line, stated_names
 
     labels = speaker_labels(world)
     out = []
@@ -79,9 +76,8 @@ def records(world: World) -> list[TextRecord]:
             continue
         rid, who, session = f"{world.id}/scene-{line.scene:02d}", labels[line.speaker], str(clip_of(line.scene))
         start = scene_start(line.scene)
-        out.append(TextRecord(f"{rid}/screen", f"{who} is on screen from {clock(start)} to "
-                              f"{clock(start + SCENE_SECONDS - 1)}.", session=session))
-        out.append(TextRecord(rid, f'At {clock(start)} {who} says: "{line.text}"', session=session))
+        out.append(TextRecord(f"{rid}/screen", on_screen_line(who, start, start + SCENE_SECONDS - 1), session=session))
+        out.append(TextRecord(rid, speech_line(who, start, line.text), session=session))
         out.extend(TextRecord(f"{rid}/name-{n}", f"{who}'s name is {name}", session=session)
                    for n, name in enumerate(stated_names(line.text), 1))
     sessions = [int(r.session) for r in out]
