@@ -37,7 +37,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 from m3agent.config import Config  # noqa: E402
-from m3agent.control import format_results  # noqa: E402
+from m3agent.control import ControlStep, format_results  # noqa: E402
 from m3agent.train.dataset import build_dataset  # noqa: E402
 from m3agent.train.tasks import AGENT_NAME, MEMORY_BUILD_AGENT, TOOL_NAME  # noqa: E402
 
@@ -197,7 +197,8 @@ def test_search_tool_runs_real_searches(kitchen):
     response, reward, metrics = first
     assert reward == 0.0 and metrics["clips"] >= 1 and not metrics["empty"]
     result = kitchen.search("who opens the fridge in the kitchen", video=kitchen.video)
-    assert response.text == format_results("who opens the fridge in the kitchen", result)  # the prompt's format
+    display = ControlStep(kitchen).shown(kitchen.video)  # known names for ids, as the control step shows lines
+    assert response.text == format_results("who opens the fridge in the kitchen", result, display)
     assert "CLIP_0" in response.text and "opens the fridge" in response.text
     assert "CLIP_0" not in again[0].text  # a clip is shown once per question
     assert shown[0][2]["clips"] >= 1 and not set(_clips(shown[0][0].text)) & set(_clips(shown[1][0].text))
