@@ -109,6 +109,12 @@ class PerceptionConfig:
     asr_backend: str = "faster-whisper"
     asr_model: str = ""  # empty: the bundled Whisper tiny.en
     asr_language: str = "en"
+    text_backend: str = "rapidocr"  # on-screen text reader ("" : none; shots and key frames are found either way)
+    text_frames: int = 4  # key frames read whole per clip at most (each shot's first frame; the longest shots first)
+    text_regions: int = 3  # regions that changed and settled inside a shot, read per clip at most (largest first)
+    text_min_score: float = 0.8  # lines the reader is less sure of are dropped
+    text_max_lines: int = 24  # lines recognised per read at most (the largest): a page of text costs a bounded time
+    text_detect_side: int = 736  # text is looked for in frames scaled to this long side, read from full-size pixels
 
 
 @dataclass(frozen=True)

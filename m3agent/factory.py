@@ -74,7 +74,8 @@ def build_perceiver(config: PerceptionConfig) -> Perceiver:
     faces = build_face(config)
     voices = _build("voice", config.voice_backend, config) if config.voice_backend else None
     asr = _build("asr", config.asr_backend, config) if config.asr_backend else None
-    return Perceiver(faces, voices, asr, config)
+    text = _build("text", config.text_backend, config) if config.text_backend else None
+    return Perceiver(faces, voices, asr, config, text)
 
 
 def build_memorizer(config: MemorizeConfig) -> Memorizer:

@@ -28,6 +28,7 @@ _BACKENDS: dict[str, dict[str, str]] = {
         "resemblyzer": "m3agent.perception.voices.resemblyzer:ResemblyzerVoiceBackend",
     },
     "asr": {"faster-whisper": "m3agent.perception.asr.faster_whisper:FasterWhisperASR"},
+    "text": {"rapidocr": "m3agent.perception.text.rapidocr:RapidOCRBackend"},
     "memorizer": {
         "grounded": "m3agent.memorize.grounded:GroundedMemorizer",
         "chat": "m3agent.memorize.chat:ChatMemorizer",

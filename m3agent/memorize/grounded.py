@@ -14,6 +14,7 @@ from collections import Counter
 
 from m3agent.media.clock import clock
 from m3agent.memorize.base import Memorizer, MemoryLines
+from m3agent.memorize.on_screen import on_screen_lines
 from m3agent.perception.pipeline import ClipPerception
 
 _NAME = r"([A-Z][a-z]+(?:\s[A-Z][a-z]+)?)"
@@ -67,6 +68,7 @@ class GroundedMemorizer(Memorizer):
             lines.episodic.append(small_faces_line(n, a, b, more=bool(perception.faces)))
         if not perception.faces and not perception.small_faces and clip.frames:
             lines.episodic.append(f"Nobody is visible between {clock(clip.start)} and {clock(clip.end)}.")
+        lines.episodic += on_screen_lines(perception)
         votes: dict[int, Counter] = {}
         for u in perception.utterances:
             speaker = f"<voice_{voice_ids[u.voice]}>" if u.voice is not None else "Someone"

@@ -27,6 +27,7 @@ from m3agent.media.clips import prefetch
 from m3agent.media.fingerprint import content_fingerprint
 from m3agent.media.jpeg import encode_jpeg
 from m3agent.memorize.base import Memorizer
+from m3agent.memorize.on_screen import continue_texts, screen_text_line
 from m3agent.memory.graph import MemoryGraph
 from m3agent.memory.model import NodeKind
 from m3agent.perception.identity import Evidence
@@ -205,31 +206,47 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
 def _commit_clip(graph, video_id, perception: ClipPerception, memorizer: Memorizer, config: MemorizeConfig,
                  perceiver: Perceiver, face_bank, voice_bank, stages: dict[str, float]) -> None:
     clip = perception.clip
-    with graph.clip(video_id, clip.index, clip.start, clip.end) as batch:
-        face_ids = []
-        for track in perception.faces:
-            dets = sorted(track.detections, key=_crop_quality, reverse=True)
-            crops = [(encode_jpeg(d.crop), _crop_quality(d)) for d in dets[: config.crops_per_clip]]
-            embedded = [d for d in dets if d.embedding.size]
-            face_ids.append(batch.face([d.embedding for d in embedded], node_id=track.node_id, crops=crops,
-                                       qualities=[_crop_quality(d) for d in embedded]))
-        voice_ids = []
-        for track in perception.voices:
-            segs = [(u.start, u.end, u.text) for u in track.utterances]
-            voice_ids.append(batch.voice(list(track.embeddings), node_id=track.node_id, segments=segs))
-        t = time.perf_counter()
-        lines = memorizer.describe(perception, face_ids, voice_ids)
-        stages["describe"] = time.perf_counter() - t
-        for text in lines.episodic:
-            batch.episodic(text)
-        for text in lines.semantic:
-            batch.semantic(text)
+    if perception.texts and clip.index > 0:  # texts still on screen from the clip before continue its lines
+        before = graph.clip_live_lines(video_id, clip.index - 1, containing='The text "')
+        continue_texts(perception, [(n.id, n.text) for n in before], clip.start)
+    continuing = [t for t in perception.texts if t.replaces is not None]
+    # a continued text's longer line replaces the shorter in the clip's own transaction (``editing``)
+    with graph.editing() if continuing else contextlib.nullcontext():
+        with graph.clip(video_id, clip.index, clip.start, clip.end) as batch:
+            face_ids, written = _write_clip(batch, perception, memorizer, config, stages)
+        for text in continuing:
+            line = written.get(screen_text_line(text.text, text.since, text.end))
+            if line is not None:
+                graph.retire_lines([text.replaces], clip.index, by=line)
     # the next clips match identities against exactly what the memory now keeps (a resumed run reads
     # the same snapshots back from the store)
     for node, snapshots in batch.report.snapshots.items():
         (face_bank if node in face_ids else voice_bank).keep(node, snapshots)
     _undo_contradicted_folds(graph, video_id, voice_bank)
     _fold_voices(graph, video_id, clip.index, perceiver, voice_bank)
+
+
+def _write_clip(batch, perception: ClipPerception, memorizer: Memorizer, config: MemorizeConfig,
+                stages: dict[str, float]) -> tuple[list[int], dict[str, int]]:
+    """The clip's identities and lines into ``batch``: the face node ids, and each episodic line's node id."""
+    face_ids = []
+    for track in perception.faces:
+        dets = sorted(track.detections, key=_crop_quality, reverse=True)
+        crops = [(encode_jpeg(d.crop), _crop_quality(d)) for d in dets[: config.crops_per_clip]]
+        embedded = [d for d in dets if d.embedding.size]
+        face_ids.append(batch.face([d.embedding for d in embedded], node_id=track.node_id, crops=crops,
+                                   qualities=[_crop_quality(d) for d in embedded]))
+    voice_ids = []
+    for track in perception.voices:
+        segs = [(u.start, u.end, u.text) for u in track.utterances]
+        voice_ids.append(batch.voice(list(track.embeddings), node_id=track.node_id, segments=segs))
+    t = time.perf_counter()
+    lines = memorizer.describe(perception, face_ids, voice_ids)
+    stages["describe"] = time.perf_counter() - t
+    written = {text: batch.episodic(text) for text in lines.episodic}
+    for text in lines.semantic:
+        batch.semantic(text)
+    return face_ids, written
 
 
 def _undo_contradicted_folds(graph: MemoryGraph, video_id: int, voice_bank) -> None:

