@@ -44,7 +44,7 @@ def annotations() -> dict:
         qa_list = []
         for number, ask in enumerate(video.asks, 1):
             at = length(video) if ask.at is None else ask.at
-            lines = "; ".join(f"scene {s} at {clock(s * SCENE_SECONDS)}: \"{video.scenes[s][2]}\"" for s in ask.scenes)
+            lines = "; ".join(f"scene {s} at {clock(s * SCENE_SECONDS)}: {said_and_shown(video, s)}" for s in ask.scenes)
             qa_list.append({"question": ask.question, "answer": ask.answer, "question_id": f"{video.id}_Q{number:02d}",
                             "reasoning": f"The answer follows from {lines}.", "timestamp": clock(at),
                             "type": list(ask.types), "before_clip": int(at // CLIP_SECONDS) - 1})
@@ -53,22 +53,37 @@ def annotations() -> dict:
     return out
 
 
+def said_and_shown(video: Video, scene: int) -> str:
+    """What a scene says aloud and shows in writing, for an annotation's reasoning."""
+    parts = [f'"{video.scenes[scene][2]}"'] if video.scenes[scene][2] else []
+    parts += [f'the {where} "{" / ".join(text.splitlines())}"' for s, text, where in video.shown if s == scene]
+    return " and ".join(parts)
+
+
 def evidence() -> dict[str, list[int]]:
     return {f"{video.id}_Q{number:02d}": sorted({clip_of(s) for s in ask.scenes})
             for video in VIDEOS for number, ask in enumerate(video.asks, 1)}
 
 
-def scenes(video: Video) -> list:
+def scenes(video: Video, pictures: Path | None = None) -> list:
+    """The video's scenes; a scene with writing shows a picture made in ``pictures`` (its photo with the writing
+    drawn on, or a white page)."""
+    from m3agent.samples.screen_text import Writing, picture
     from m3agent.samples.synth import Scene
 
     out = []
-    for person, photo, line in video.scenes:
+    for index, (person, photo, line) in enumerate(video.scenes):
+        writings = tuple(Writing(text, where) for s, text, where in video.shown if s == index)
+        base = str(FACES / video.people[person].photos[photo % len(video.people[person].photos)]) if person else None
+        if writings:
+            if pictures is None:
+                raise ValueError(f"{video.id}: scene {index} shows writing; give a folder for its picture")
+            base = str(picture(Path(pictures) / f"scene{index}.png", base, writings))
         if person is None:
-            out.append(Scene(None, None, None, "", min_seconds=SCENE_SECONDS))
+            out.append(Scene(None, base, None, "", min_seconds=SCENE_SECONDS))
         else:
             who = video.people[person]
-            out.append(Scene(person, str(FACES / who.photos[photo % len(who.photos)]), who.voice, line,
-                             min_seconds=SCENE_SECONDS))
+            out.append(Scene(person, base, who.voice, line, min_seconds=SCENE_SECONDS))
     return out
 
 
@@ -84,7 +99,7 @@ def build_video(video: Video, out_dir: Path) -> Path:
     if path.exists() and path.with_suffix(".json").exists():
         timings = read_timings(path)
     else:
-        timings = build_episode(scenes(video), path)
+        timings = build_episode(scenes(video, Path(out_dir) / "pictures" / video.id), path)
     for index, timing in enumerate(timings):
         if abs(timing.start - index * SCENE_SECONDS) > 1e-6 or abs(timing.end - timing.start - SCENE_SECONDS) > 1e-6:
             raise TimingError(f"{path}: scene {index} spans {timing.start:.2f}-{timing.end:.2f} s, not "

@@ -41,6 +41,9 @@ class Video:
     people: dict[str, Person]
     scenes: tuple[tuple[str | None, int, str], ...]  # (person key or None for an empty scene, photo index, line)
     asks: tuple[Ask, ...]
+    #: (scene, text, where) written on a scene's picture: "panel" on a photo, "caption" band, "slide" (a white page
+    #: instead of an empty scene's background); see m3agent.samples.screen_text.picture. Nobody says these aloud.
+    shown: tuple[tuple[int, str, str], ...] = ()
 
 
 DAVID = Person("David", VOICES["male_us"], ("obama.jpg", "obama2.jpg"))
@@ -117,5 +120,28 @@ VIDEOS = (
         Ask("How far will Sarah run next Saturday?", "Ten kilometers.", (PU, ME), (1, 11)),
         Ask("What should you do when you run in hot weather, according to the video?", "Drink water often.",
             (GK,), (9,)),
+    )),
+    Video("m3mini_platforms", {"david": DAVID, "sarah": SARAH, "peter": PETER}, (
+        ("david", 0, "Hello, my name is David. I am waiting for my train."),
+        (None, 0, ""),
+        ("sarah", 0, "Hi, my name is Sarah. I bought sandwiches for the journey."),
+        ("peter", 0, "Good morning, my name is Peter. I have misplaced my ticket."),
+        (None, 0, ""),
+        (None, 0, ""),
+        ("david", 1, "Our train is late, so I will wait here."),
+        ("sarah", 1, "See you all in Oxford."),
+    ), (
+        Ask("What platform does the text show while David waits?", "Platform 9.", (CM,), (0,)),
+        Ask("At what time does the Oxford train depart, according to the text?", "10:45.", (CM,), (1,)),
+        Ask("What does the text say where Sarah buys sandwiches?", "Hot sandwiches.", (CM,), (2,)),
+        Ask("Where should Peter ask about his lost ticket, according to the text?", "At window 3.", (MH,), (3, 4)),
+        Ask("What is expected tonight, according to the caption text?", "Delays.", (CM,), (7,)),
+    ), shown=(
+        (0, "PLATFORM 9", "panel"),
+        (1, "Departures\nOxford 10:45\nBath 11:20", "slide"),
+        (2, "HOT SANDWICHES", "panel"),
+        (3, "EXIT B", "panel"),
+        (4, "Lost and found\nAsk at window 3 for lost tickets", "slide"),
+        (7, "Delays expected tonight", "caption"),
     )),
 )

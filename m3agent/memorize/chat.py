@@ -1,10 +1,12 @@
 """A memorizer that asks a chat model (a VLM such as Qwen2.5-VL/-Omni or GPT-4o) to describe a clip.
 
-It sends sampled frames, one crop per face tag and the tagged transcript, and expects a JSON
+It sends the clip's key frames (each shot's first frame, topped up with evenly spaced ones), one crop per face
+tag, the tagged transcript and the on-screen text read by OCR, and expects a JSON
 object of episodic and semantic lines. Output is checked: lines naming tags the clip does not have
 are dropped; unparsable output is retried with a correction, then the clip falls back to the
 grounded memorizer, so a model that answers garbage never loses a clip. Perception-grounded
-semantics (equivalences, stated names) are kept alongside the model's lines by default.
+semantics (equivalences, stated names) are kept alongside the model's lines by default, and so are the
+on-screen text and scene-change lines (what OCR read is a fact of the clip, whatever the model makes of it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from m3agent.media.clock import clock
 from m3agent.media.jpeg import encode_jpeg
 from m3agent.memorize.base import Memorizer, MemoryLines
 from m3agent.memorize.grounded import GroundedMemorizer
+from m3agent.memorize.on_screen import on_screen_lines
 from m3agent.memory.tags import parse_tags
 from m3agent.models.llm.base import ChatModel, answer_text, image_part, text_part
 from m3agent.perception.pipeline import ClipPerception
@@ -82,17 +85,30 @@ class ChatMemorizer(Memorizer):
         ]
         prompt = load_prompt("memorize_clip").format(
             start=clock(clip.start), end=clock(clip.end), faces="\n".join(face_lines) or "(no face detected)",
-            speech="\n".join(speech) or "(no speech)")
+            speech="\n".join(speech) or "(no speech)", screen="\n".join(on_screen_lines(perception)) or "(none)")
         parts.append(text_part(prompt))
         if images:
             for track, node in zip(perception.faces, face_ids):
                 best = max(track.detections, key=lambda d: d.score)
                 parts += [text_part(f"<face_{node}>:"), image_part(encode_jpeg(best.crop, 80, max_side=160))]
             if clip.frames:
-                step = max(1, len(clip.frames) // self.frames)
-                parts.append(text_part("Frames of the clip, in order:"))
-                parts += [image_part(encode_jpeg(f, 80, max_side=self.image_side)) for f in clip.frames[::step][: self.frames]]
+                parts.append(text_part("Frames of the clip, in order, with their times:"))
+                for i in self.frames_to_send(perception):
+                    parts += [text_part(clock(clip.frame_times[i])),
+                              image_part(encode_jpeg(clip.frames[i], 80, max_side=self.image_side))]
         return [{"role": "user", "content": parts if images else prompt}]
+
+    def frames_to_send(self, perception: ClipPerception) -> list[int]:
+        """Indices of the frames sent: every key frame (up to ``frames``), then evenly spaced ones, in order."""
+        count = len(perception.clip.frames)
+        chosen = list(dict.fromkeys(i for i in perception.key_frames if i < count))[: self.frames]
+        step = max(1, count // self.frames)
+        for i in range(0, count, step):
+            if len(chosen) >= min(self.frames, count):
+                break
+            if i not in chosen:
+                chosen.append(i)
+        return sorted(chosen)
 
     def describe(self, perception: ClipPerception, face_ids: list[int], voice_ids: list[int]) -> MemoryLines:
         known = {("face", n) for n in face_ids} | {("voice", n) for n in voice_ids}
@@ -125,6 +141,7 @@ class ChatMemorizer(Memorizer):
             out.semantic += [t for t in grounded.semantic if t not in out.semantic]
         if not out.episodic:  # the model named only unknown tags: keep the clip's grounded events
             out.episodic = grounded.episodic
+        out.episodic += [t for t in on_screen_lines(perception) if t not in out.episodic]
         return out
 
 

@@ -1,4 +1,4 @@
-"""Pictures with text on them (a sign on a wall, a slide, a caption band, burned-in subtitles, a channel mark)
+"""Pictures with text on them (a panel on a wall, a slide, a caption band, burned-in subtitles, a channel mark)
 and a short episode built from them with :func:`m3agent.samples.synth.build_episode`: the fixture for
 on-screen text. Text is drawn with Pillow's bundled font, so no system font is needed.
 """
@@ -17,11 +17,11 @@ BACKGROUND = (32, 40, 48)
 
 @dataclass(frozen=True)
 class Writing:
-    """Text drawn on a picture: ``where`` is ``sign`` (dark on a light board, upper left), ``slide`` (a title
+    """Text drawn on a picture: ``where`` is ``panel`` (dark letters on a light panel, upper left), ``slide`` (a title
     and lines on a white page), ``caption`` (a band along the bottom) or ``mark`` (small, lower right)."""
 
     text: str
-    where: str = "sign"
+    where: str = "panel"
 
 
 def _font(size: int):
@@ -42,7 +42,7 @@ def picture(out: str | Path, base: str | None, writings: tuple[Writing, ...] = (
             canvas.paste(image, ((SIZE[0] - image.width) // 2, (SIZE[1] - image.height) // 2))
     draw = ImageDraw.Draw(canvas)
     for writing in writings:
-        if writing.where == "sign":
+        if writing.where == "panel":
             font = _font(56)
             left, top, right, bottom = draw.textbbox((0, 0), writing.text, font=font)
             draw.rectangle((40, 40, 40 + right - left + 48, 40 + bottom - top + 40), fill=(236, 232, 220))
@@ -71,12 +71,12 @@ MARK = Writing("CH7", "mark")
 #: are one shot of Sarah: the caption appears 5 s in (a region that changes and settles); Peter's line is also
 #: burned in as a subtitle; the channel mark stays on screen throughout.
 SCRIPT = [
-    ("david", 0, "Hello, my name is David. Please keep your voice down in here.", (Writing("LIBRARY"), MARK), 15.0),
+    ("david", 0, "Hello, my name is David. Please keep quiet in here.", (Writing("LIBRARY"), MARK), 15.0),
     (None, 0, "", (Writing("Quarterly Budget\nRevenue up 12 percent\nHiring pauses until March", "slide"), MARK), 15.0),
     ("sarah", 0, "", (MARK,), 5.0),
     ("sarah", 0, "Hi, I am Sarah. The weather is lovely today.",
-     (Writing("Live from Harbour Street", "caption"), MARK), 10.0),
-    ("peter", 0, "Tonight we cook fish with rice.", (Writing("Tonight we cook fish with rice.", "caption"), MARK), 15.0),
+     (Writing("Live from Marble Plaza", "caption"), MARK), 10.0),
+    ("peter", 0, "Tonight we cook lentil stew.", (Writing("Tonight we cook lentil stew.", "caption"), MARK), 15.0),
 ]
 
 

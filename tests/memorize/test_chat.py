@@ -83,3 +83,21 @@ def test_build_memorizer_requires_a_chat_backend():
     memorizer = build_memorizer(load_config(overrides=["memorize.memorizer=chat",
                                                        "memorize.chat.backend=scripted"]).memorize)
     assert isinstance(memorizer, ChatMemorizer)
+
+
+def test_key_frames_and_on_screen_text_reach_the_model_and_memory(perception):
+    from m3agent.perception.screen_text import ScreenText
+    from m3agent.perception.shots import Shot
+
+    perception.shots = [Shot(0, 3, 60.0, 63.0), Shot(4, 5, 64.0, 65.0)]
+    perception.key_frames = [0, 4]
+    perception.texts = [ScreenText("Harbour Street", 64.0, 65.0, (0, 0, 50, 10), 0.99)]
+    chat = ScriptedChat([GOOD])
+    memorizer = ChatMemorizer(chat, frames=3)
+    assert memorizer.frames_to_send(perception) == [0, 2, 4]  # both key frames, topped up with an evenly spaced one
+    lines = memorizer.describe(perception, [4], [7])
+    parts = chat.calls[0][0]["content"]
+    assert 'The text "Harbour Street" is on screen from 01:04 to 01:05.' in parts[0]["text"]
+    assert "The scene changes at 01:04." in parts[0]["text"]
+    assert [p["text"] for p in parts if p["type"] == "text"][-3:] == ["01:00", "01:02", "01:04"]
+    assert 'The text "Harbour Street" is on screen from 01:04 to 01:05.' in lines.episodic  # OCR's line is kept

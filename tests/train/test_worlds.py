@@ -32,6 +32,7 @@ EVALUATION = {  # what we evaluate on: the files we must never train on
     "scripts": ROOT / "bench" / "m3mini" / "scripts.py",
     "episode": ROOT / "m3agent" / "samples" / "episode.py",
     "test_episode": ROOT / "tests" / "episode.py",
+    "screen_text": ROOT / "m3agent" / "samples" / "screen_text.py",
     "annotations": ROOT / "bench" / "m3mini" / "m3mini.json",
 }
 #: function words: what two texts may share without sharing content
@@ -72,7 +73,7 @@ def _strings(path: Path) -> list[str]:
 @cache
 def evaluation_texts() -> tuple[str, ...]:
     """Every line, question, answer and name of the evaluation files, parsed from the files themselves."""
-    texts = [s for key in ("scripts", "episode", "test_episode") for s in _strings(EVALUATION[key])]
+    texts = [s for key in ("scripts", "episode", "test_episode", "screen_text") for s in _strings(EVALUATION[key])]
     for video in json.loads(EVALUATION["annotations"].read_text()).values():
         for qa in video["qa_list"]:
             texts += [qa["question"], qa["answer"], qa["reasoning"]]
