@@ -16,8 +16,8 @@ from pathlib import Path
 
 from m3agent.files.private import open_private
 
-#: the stages a clip goes through, in order (faces and speech overlap, voices follow speech)
-STAGES = ("decode", "faces", "speech", "voices", "memorize")
+#: the stages a clip goes through, in order (faces, on-screen text and speech overlap, voices follow speech)
+STAGES = ("decode", "faces", "text", "speech", "voices", "memorize")
 
 
 class EventLog:

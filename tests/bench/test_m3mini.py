@@ -76,7 +76,7 @@ def test_the_scripted_answerer_picks_the_line_sharing_most_words():
 @pytest.mark.models
 @pytest.mark.slow
 def test_the_mini_benchmark_runs_end_to_end_with_the_embedded_stack(tmp_path):
-    """Builds the three videos, memorizes them (faces, voices, speech: the real embedded models), answers every
+    """Builds the four videos, memorizes them (faces, voices, speech, on-screen text: the real embedded models), answers every
     question with the bundled SmolLM2-135M and with the scripted answerer, judges and reports."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (M3AGENT_SKIP_LLAMACPP=1)")
     from bench.m3mini.run import run
@@ -90,3 +90,7 @@ def test_the_mini_benchmark_runs_end_to_end_with_the_embedded_stack(tmp_path):
     assert scripted["overall"]["answered"] == len(items)
     assert scripted["evidence"]["rate"] >= 0.7  # memorization and search bring the evidence clip back
     assert scripted["overall"]["correct"] >= len(items) // 3
+    # the questions only text on screen answers (signs, slides, a caption nobody says aloud): OCR puts the text in
+    # memory, search brings it back, and the scripted answerer reads it off the line
+    on_screen = scripted["by_video"]["m3mini_platforms"]
+    assert on_screen["correct"] >= on_screen["total"] - 1
