@@ -413,7 +413,7 @@ _POSITIVE = {
     EmbedderConfig: {"batch_size"},
     SearchConfig: {"top_k", "line_top_k", "max_query_variants", "rrf_k", "lexical_postings"},
     MemoryConfig: {"face_snapshots", "voice_snapshots"},
-    PerceptionConfig: {"clip_seconds", "fps", "max_side"},
+    PerceptionConfig: {"clip_seconds", "fps", "max_side", "text_max_lines", "text_detect_side"},
     ChatConfig: {"timeout", "concurrency", "context", "tensor_parallel", "gpu_memory"},
     ControlConfig: {"max_rounds", "max_tokens", "batch_size"},
     BenchConfig: {"workers"},
@@ -422,7 +422,7 @@ _POSITIVE = {
                         "max_tokens", "answer_lines"},
 }
 _SIGNED = {SearchConfig: {"threshold"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"seed"}}
-_AT_MOST_ONE = {IndexConfig: {"target_recall"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"gpu_memory"},
+_AT_MOST_ONE = {IndexConfig: {"target_recall"}, PerceptionConfig: {"text_min_score"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"gpu_memory"},
                 JudgeConfig: {"f1"}, TrainConfig: {"val_fraction"}}
 
 #: no setting counts past this (the largest whole number a float and JSON keep exactly; SQLite stops at 2**63)
@@ -483,6 +483,8 @@ def validate(config: Config) -> None:
         named.append(("voice", pc.voice_backend, "memorize.perception.voice_backend"))
     if pc.asr_backend:
         named.append(("asr", pc.asr_backend, "memorize.perception.asr_backend"))
+    if pc.text_backend:
+        named.append(("text", pc.text_backend, "memorize.perception.text_backend"))
     for kind, name, setting in named:
         check_name(kind, name, setting)
     if config.memory.search.retrieval not in RETRIEVAL_MODES:

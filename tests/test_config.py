@@ -39,6 +39,8 @@ def test_backend_names_are_checked_when_the_config_loads():
     cfg = load_config(overrides=["control.chat.backend=auto", "memorize.perception.asr_backend=",
                                  "embedder.backend=my_pkg.embed:MyEmbedder"])
     assert cfg.memorize.perception.asr_backend == "" and cfg.embedder.backend == "my_pkg.embed:MyEmbedder"
+    with pytest.raises(UnknownBackendError, match="text_backend: unknown text backend 'tesseract'; known: rapidocr"):
+        load_config(overrides=["memorize.perception.text_backend=tesseract"])
 
 
 @pytest.mark.parametrize("data, message", [
@@ -69,6 +71,9 @@ def test_config_file_missing_a_folder_a_bom_and_errors_naming_the_file(tmp_path)
 
 @pytest.mark.parametrize("override, message", [
     ("memorize.perception.fps=0", r"memorize.perception.fps must be > 0 \(got 0\)"),
+    ("memorize.perception.text_min_score=1.5", r"text_min_score must be <= 1 \(got 1.5\)"),
+    ("memorize.perception.text_frames=-1", r"text_frames must be >= 0 \(got -1\)"),
+    ("memorize.perception.text_detect_side=0", r"text_detect_side must be > 0"),
     ("memorize.perception.clip_seconds=0", r"memorize.perception.clip_seconds must be > 0 \(got 0\)"),
     ("memorize.perception.clip_seconds=-30", r"clip_seconds must be > 0 \(got -30\)"),
     ("memorize.perception.fps=nan", r"memorize.perception.fps must be a finite number \(got nan\)"),

@@ -172,6 +172,7 @@ def memorize_video(path: str | os.PathLike[str], graph: MemoryGraph, perceiver: 
                     log_file.write(json.dumps({"video": name, "clip": clip.index, "start": clip.start, "end": clip.end,
                                                "faces": len(perception.faces), "small_faces": perception.small_face_count,
                                                "utterances": len(perception.utterances),
+                                               "texts": len(perception.texts), "text_reads": perception.text_reads,
                                                "seconds": {k: round(v, 4) for k, v in stages.items()}}) + "\n")
                     log_file.flush()
                 except OSError as exc:  # the timing log is a convenience: a full disk must not stop the run

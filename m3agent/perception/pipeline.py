@@ -89,6 +89,7 @@ class ClipPerception:
     shots: list[Shot] = field(default_factory=list)
     key_frames: list[int] = field(default_factory=list)  # indices into clip.frames: each shot's first frame
     texts: list[ScreenText] = field(default_factory=list)  # on-screen text (none without a text backend)
+    text_reads: dict[str, int] = field(default_factory=dict)  # key frames and regions read, and left unread by the caps
 
     @property
     def small_face_count(self) -> int:
@@ -215,6 +216,9 @@ class Perceiver:
         out.seconds["faces"] = seconds + time.perf_counter() - t
         out.shots, out.key_frames, reading, out.seconds["text"] = sensing.sight.result()
         out.texts = reading.texts
+        if self.text is not None:
+            out.text_reads = {"key_frames": reading.frames_read, "regions": reading.regions_read,
+                              "unread": reading.unread_frames + reading.unread_regions}
         if sensing.speech is not None:
             out.utterances, usable, asr_s, voices_s = sensing.speech.result()
             out.seconds["asr"] = asr_s

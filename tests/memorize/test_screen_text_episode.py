@@ -1,6 +1,8 @@
 """The on-screen text fixture memorized by the embedded stack: signs, a slide and a caption reach their clips,
 search finds them, the channel mark is one line, the burned-in subtitle is left to speech; resume keeps it so."""
 
+import json
+
 import pytest
 
 from m3agent.samples.screen_text import build_text_episode
@@ -18,7 +20,9 @@ def text_video(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def text_graph(text_video, stack, tmp_path_factory):  # noqa: F811
-    graph, report = memorize(text_video, tmp_path_factory.mktemp("tm") / "text.db", stack)
+    db = tmp_path_factory.mktemp("tm") / "text.db"
+    graph, report = memorize(text_video, db, stack, log_path=str(db) + ".log")
+    graph.log = [json.loads(line) for line in open(str(db) + ".log")]
     yield graph
     graph.close()
 
@@ -36,6 +40,12 @@ def test_texts_reach_their_clips(text_graph):
     assert [text for text in lines if '"CH7"' in text] == ['The text "CH7" is on screen from 00:00 to 00:59.']
     scenes = [n.text for n in text_graph.live_lines(1).values() if n.text.startswith("The scene changes")]
     assert "The scene changes at 00:15." in scenes
+
+
+def test_the_log_says_what_was_read(text_graph):
+    first = text_graph.log[0]
+    assert first["texts"] >= 3 and first["text_reads"]["key_frames"] == 2  # the sign's shot and the slide's
+    assert all(row["text_reads"]["unread"] == 0 for row in text_graph.log)  # nothing here reaches the caps
 
 
 @pytest.mark.parametrize("query, clip", [("Marble Plaza", 1), ("library", 0), ("revenue percent", 0)])

@@ -127,3 +127,21 @@ def test_closing_the_perceiver_stops_its_threads_and_a_later_clip_starts_them_ag
     again = mine() - started
     p.close()
     assert again and not any(t.is_alive() for t in again)
+
+
+def test_on_screen_text_is_read_in_its_own_worker_and_capped(caplog):
+    from tests.perception.test_screen_text import BoardReader
+
+    frames = [np.full((72, 128, 3), 40 * k, np.uint8) for k in range(6)]  # a cut every frame
+    reader = BoardReader([])
+    p = Perceiver(Local([[]] * 256), None, None, PerceptionConfig(text_frames=2, text_regions=1), text=reader)
+    with caplog.at_level("INFO", logger="m3agent.perception.pipeline"):
+        out = p.perceive(MediaClip(0, 0.0, 6.0, frames, [float(k) for k in range(6)]), p.face_bank({}),
+                         p.voice_bank({}))
+    assert len(out.shots) == 6 and out.key_frames == [0, 1] and len(reader.calls) == 2
+    assert out.text_reads == {"key_frames": 2, "regions": 0, "unread": 4}
+    assert "4 shots and 0 regions left unread" in caplog.text and "text_frames=2" in caplog.text
+    blind = Perceiver(Local([[]] * 256), None, None, PerceptionConfig())
+    out = blind.perceive(MediaClip(1, 0.0, 6.0, frames, [float(k) for k in range(6)]), blind.face_bank({}),
+                         blind.voice_bank({}))
+    assert len(out.shots) == 6 and out.texts == [] and out.text_reads == {}  # shots without a reader too
