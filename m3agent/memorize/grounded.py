@@ -5,6 +5,7 @@ link a voice to the face it speaks from (``Equivalence:``, voted by co-occurrenc
 while exactly one face is visible votes for that face) and record names people give themselves.
 Faces too small to identify get no tag: one line per stretch says how many were on screen (the most
 on one frame), and they take no part in the vote (a crowd in the background would silence it).
+What is written on screen and where the scene changes come from :mod:`m3agent.memorize.on_screen`.
 """
 
 from __future__ import annotations

@@ -60,6 +60,8 @@ def text_key(text: str) -> str:
 
 def read_clip_text(frames, times: list[float], motion: FrameMotion, reader: TextBackend, most_frames: int = 4,
                    most_regions: int = 3) -> TextReading:
+    """The texts on ``frames`` (one clip's, at ``times``): key frames read whole, then the largest settled
+    regions, each sighting kept on screen while its pixels stay, sightings of one text a frame apart merged."""
     reading = TextReading()
     keys = key_frames(motion.shots, most_frames)
     reading.unread_frames = len(motion.shots) - len(keys)
