@@ -58,3 +58,17 @@ def test_no_text_and_a_page_full_of_text(reader, tmp_path):
     found = reader.read(np.asarray(page))
     assert len(found) <= reader.max_lines  # the largest lines only: a bounded cost, whatever the page holds
     assert sum(t.text.startswith("Item") for t in found) >= reader.max_lines // 2
+
+
+def test_reads_chinese(reader):
+    from importlib import resources
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.truetype(str(resources.files("noto_cjk_sans_jp_regular") / "NotoSansCJKjp-Regular.otf"), 56)
+    page = Image.new("RGB", (1280, 720), (250, 250, 246))
+    draw = ImageDraw.Draw(page)
+    draw.text((100, 100), "会议室在三楼", fill=(20, 20, 20), font=font)
+    draw.text((100, 300), "Exit 出口", fill=(20, 20, 20), font=font)
+    found = [t.text for t in reader.read(np.asarray(page))]
+    assert found[0] == "会议室在三楼" and "出口" in found[1]
