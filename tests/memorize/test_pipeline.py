@@ -52,7 +52,7 @@ def test_each_person_is_one_face_node_and_one_voice_node(episode_graph):
     # purity: every on-screen line of a face node falls in one person's scenes
     face_person = {}
     for node in data["nodes"]:
-        if node["kind"] == "episodic" and "on screen" in node["text"]:
+        if node["kind"] == "episodic" and "on screen" in node["text"] and node["text"].startswith("<face_"):
             (face,) = node["entities"]
             times = [int(x[:2]) * 60 + int(x[3:]) for x in __import__("re").findall(r"\d\d:\d\d", node["text"])]
             people = {who_at(timings, sum(times) / len(times), window=0.3)}  # the span's middle

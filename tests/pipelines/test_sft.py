@@ -193,7 +193,9 @@ def test_teacher_script_with_real_perception(tmp_path):
             "--set", "embedder.backend=hashing"]
     assert sft_teacher.main(argv) == 0
     assert [r["clip"] for r in lines(out)] == [0, 1]
-    assert json.loads(lines(out)[0]["messages"][1]["content"])["episodic"] == ["Someone sings on a stage."]
+    episodic = json.loads(lines(out)[0]["messages"][1]["content"])["episodic"]
+    assert episodic[0] == "Someone sings on a stage."  # the teacher's line, then what OCR read and scene changes
+    assert all(line.startswith(("The text ", "The scene changes at ")) for line in episodic[1:])
     assert list((tmp_path / "data" / "sft.memories").glob("*.db"))
     assert sft_teacher.main(argv) == 0 and len(lines(out)) == 2  # a re-run adds nothing
 
