@@ -10,15 +10,19 @@
   02:15 to 02:29.``, ``At 02:15 <character_2> says: "..."``), plus ``<character_2>'s name is Olga`` where a line
   gives a name the memorizer reads, so the control model learns on text what it reads in a video's memory. A video
   memory knows no names until someone says one, so speakers are ids (numbered in the order people first speak,
-  from a per-world start) and names come from the lines.
+  from a per-world start) and names come from the lines. What a scene shows in writing is written as the video
+  memorizer writes OCR (``The text "GATE 14" is on screen from 01:30 to 01:44.``, a slide a line per row), a
+  mark on screen all along once, with its whole span, and each cut inside a clip as ``The scene changes at ...``.
 * :func:`scenes`: the world as :class:`~m3agent.samples.synth.Scene` s for
   :func:`~m3agent.samples.synth.build_episode`: each person's photo on screen while their espeak-ng voice
-  says their line, every scene exactly 15 s.
+  says their line, with the scene's text drawn on (:func:`m3agent.samples.screen_text.picture`), every scene
+  exactly 15 s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from m3agent.media.clock import clock
 from m3agent.memory.text_sources import TextRecord
@@ -41,13 +45,20 @@ def annotations(worlds: Iterable[World]) -> dict:
         qa_list = []
         for number, ask in enumerate(world.asks, 1):
             at = world.asked_at(ask)
-            lines = "; ".join(f"scene {s} at {clock(scene_start(s))}: \"{world.scenes[s].text}\"" for s in ask.scenes)
+            lines = "; ".join(_evidence_text(world, s) for s in ask.scenes)
             qa_list.append({"question": ask.question, "answer": ask.answer, "question_id": question_id(world, number),
                             "reasoning": f"The answer follows from {lines}.", "timestamp": clock(at),
                             "type": list(ask.types), "before_clip": int(at // CLIP_SECONDS) - 1})
         out[world.id] = {"video_path": f"videos/{world.id}.mp4", "mem_path": f"memories/{world.id}.db",
                          "qa_list": qa_list}
     return out
+
+
+def _evidence_text(world: World, scene: int) -> str:
+    """A scene of evidence as the annotation's reasoning quotes it: what is said, and what is shown in writing."""
+    shown = " / ".join(s.text.replace("\n", " / ") for s in world.shown_in(scene) if not s.noise)
+    return f"scene {scene} at {clock(scene_start(scene))}: \"{world.scenes[scene].text}\"" + (
+        f" (on screen: \"{shown}\")" if shown else "")
 
 
 def evidence(worlds: Iterable[World]) -> dict[str, list[int]]:
@@ -68,41 +79,60 @@ def records(world: World) -> list[TextRecord]:
     (``<character_N> is on screen from MM:SS to MM:SS.``), the line (``At MM:SS <character_N> says: "line"``)
     and one record a name the line gives."""
     from m3agent.memorize.grounded import on_screen_line, speech_line, stated_names
+    from m3agent.memorize.on_screen import scene_change_line, screen_text_line
 
     labels = speaker_labels(world)
     out = []
     for line in world.scenes:
-        if not line.speaker:
-            continue
-        rid, who, session = f"{world.id}/scene-{line.scene:02d}", labels[line.speaker], str(clip_of(line.scene))
+        rid, session = f"{world.id}/scene-{line.scene:02d}", str(clip_of(line.scene))
         start = scene_start(line.scene)
-        out.append(TextRecord(f"{rid}/screen", on_screen_line(who, start, start + SCENE_SECONDS - 1), session=session))
-        out.append(TextRecord(rid, speech_line(who, start, line.text), session=session))
-        out.extend(TextRecord(f"{rid}/name-{n}", f"{who}'s name is {name}", session=session)
-                   for n, name in enumerate(stated_names(line.text), 1))
-    sessions = [int(r.session) for r in out]
+        if line.speaker:
+            who = labels[line.speaker]
+            out.append(TextRecord(f"{rid}/screen", on_screen_line(who, start, start + SCENE_SECONDS - 1),
+                                  session=session))
+        if start % CLIP_SECONDS:
+            out.append(TextRecord(f"{rid}/cut", scene_change_line(start), session=session))
+        for n, shown in enumerate(s for s in world.shown_in(line.scene) if s.where != "mark"):
+            out.extend(TextRecord(f"{rid}/text-{n}-{k}", screen_text_line(row, start, start + SCENE_SECONDS - 1),
+                                  session=session) for k, row in enumerate(shown.text.split("\n")))
+        if line.speaker:
+            out.append(TextRecord(rid, speech_line(who, start, line.text), session=session))
+            out.extend(TextRecord(f"{rid}/name-{n}", f"{who}'s name is {name}", session=session)
+                       for n, name in enumerate(stated_names(line.text), 1))
+    out.extend(TextRecord(f"{world.id}/mark-{n}", screen_text_line(mark.text, 0.0, world.duration - 1),
+                          session=str(world.clips - 1)) for n, mark in enumerate(world.shown) if mark.where == "mark")
+    sessions = [int(r.session) for r in out if not r.id.endswith("/cut") and "/text-" not in r.id]
     if sorted(set(sessions)) != list(range(world.clips)):  # a text memory numbers its clips by session
         raise ValueError(f"{world.id}: some 30-second clip has no spoken scene; its text memory would number "
                          "the clips after it differently from the video")
     return out
 
 
-def scenes(world: World, photos: Sequence[str | Sequence[str]]) -> list[Scene]:
+def scenes(world: World, photos: Sequence[str | Sequence[str]], pictures: str | Path | None = None) -> list[Scene]:
     """The world's scenes for :func:`~m3agent.samples.synth.build_episode`. ``photos``: one entry per
     identity, a photo or several photos of one person; a person is shown by ``photos[person.photo]`` (their
     photos in turn, scene by scene), or, when there are fewer identities than that, not at all (an off-screen
-    voice over a plain background)."""
+    voice over a plain background). A scene with text on screen is drawn into the folder ``pictures`` (needed
+    then): the photo, or a white page, with the text on it."""
+    from m3agent.samples.screen_text import Writing, picture
+
     identities = [[p] if isinstance(p, str) else list(p) for p in photos]
     seen: dict[str, int] = {}
     out = []
     for line in world.scenes:
-        if line.speaker is None:
-            out.append(Scene(None, None, None, "", min_seconds=SCENE_SECONDS))
-            continue
-        person = world.person(line.speaker)
-        shown = identities[person.photo] if person.photo < len(identities) else []
-        turn = seen.get(person.key, 0)
-        seen[person.key] = turn + 1
-        image = shown[turn % len(shown)] if shown else None
-        out.append(Scene(person.key, image, VOICES[person.voice], line.text, min_seconds=SCENE_SECONDS))
+        image, person = None, world.person(line.speaker) if line.speaker else None
+        if person is not None:
+            shown = identities[person.photo] if person.photo < len(identities) else []
+            turn = seen.get(person.key, 0)
+            seen[person.key] = turn + 1
+            image = shown[turn % len(shown)] if shown else None
+        writings = tuple(Writing(s.text, s.where) for s in world.shown_in(line.scene))
+        if writings:
+            if pictures is None:
+                raise ValueError(f"{world.id} shows text on screen: a folder for its pictures is needed")
+            image = str(picture(Path(pictures) / f"scene-{line.scene:02d}.png", image, writings))
+        if person is None:
+            out.append(Scene(None, image, None, "", min_seconds=SCENE_SECONDS))
+        else:
+            out.append(Scene(person.key, image, VOICES[person.voice], line.text, min_seconds=SCENE_SECONDS))
     return out

@@ -206,3 +206,17 @@ ADVICE = (
     ("carry a heavy rucksack", "tighten the hip belt"),
     ("learn a language", "practise a little daily"),
 )
+
+# ------------------------------------------------------------------------------------------------ on-screen text
+#: what a sign on a wall numbers ("GATE 14", "PIER 6"): read off the screen, never said
+SIGNS = ("Gate", "Dock", "Bay", "Aisle", "Pier", "Berth", "Wing", "Ward", "Zone", "Booth", "Track", "Lane",
+         "Hangar", "Vault", "Quay", "Annex", "Tower", "Terrace", "Cabin", "Jetty", "Sector", "Corridor")
+#: where a notice sends people ("Collect parcels at kiosk 4")
+COUNTERS = ("till", "counter", "kiosk", "hatch", "bureau", "turnstile", "pavilion", "reception point")
+#: what opens at the time an opening-hours slide says
+FACILITIES = ("museum", "swimming pool", "observatory", "aquarium", "archive", "planetarium", "sports centre", "sauna",
+              "chapel", "arena", "ice rink", "zoo shop", "greenhouse", "climbing wall", "velodrome")
+#: what a news caption announces ("Gale warning at dawn")
+EVENTS = ("Gale warning", "Heavy snow", "Free concert", "Street parade", "Power outage", "Ferry strike",
+          "Fireworks", "Flood warning", "Marathon", "Charity auction", "Rowing regatta", "Circus parade",
+          "Thick fog", "Hail storm", "Bridge repairs", "Gas leak", "Lunar eclipse", "Kite festival")

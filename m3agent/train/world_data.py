@@ -135,7 +135,7 @@ def render_video(world: World, videos_dir: str | os.PathLike[str], photos: Seque
     if path.exists() and path.with_suffix(".json").exists():
         timings = read_timings(path)
     else:
-        timings = build_episode(scenes(world, photos), path)
+        timings = build_episode(scenes(world, photos, path.parent / f"{world.id}-pictures"), path)
     for index, timing in enumerate(timings):
         start = index * SCENE_SECONDS
         if abs(timing.start - start) > 1e-6 or abs(timing.end - timing.start - SCENE_SECONDS) > 1e-6:

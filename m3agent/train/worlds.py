@@ -7,9 +7,13 @@ introduces themself ("... my name is Oskar ...") and states facts in the first p
 workplace, where they grew up, a relation to another person, what they love and hate, a plan, a belonging
 put somewhere and later moved, things bought in two batches that add up, and general advice. Some scenes
 are empty, never both scenes of one clip (a text memory numbers its clips by the sessions it is given).
+Most worlds also show text that nobody says (:class:`Shown`): a numbered sign behind a speaker, a timetable or a
+notice on a slide, a news caption, and as noise a channel mark over the whole video or a stray fragment misread.
 
 Each world asks 6-10 questions covering all five M3-Bench types, with reference answers as short as the
-benchmark's and the scenes holding their evidence, plus one asked *before a change*: at a second ``at``
+benchmark's and the scenes holding their evidence, every shown text asked about ("... according to the text?",
+the sign seen while someone speaks, the notice that says where a buyer collects their things), plus one asked
+*before a change*: at a second ``at``
 after a belonging was put away and before it was moved, whose answer is the old place (``before_clip``
 hides the move), while the same belonging asked about at the end has the new place.
 
@@ -79,6 +83,18 @@ class Line:
 
 
 @dataclass(frozen=True)
+class Shown:
+    """Text on screen during a scene, never said: ``where`` as :class:`m3agent.samples.screen_text.Writing` draws
+    it (``panel``, ``slide``: a title and lines, ``caption``, ``mark``). A ``mark`` stays on screen the whole video;
+    a ``noise`` text is a fragment an OCR misreads, asked about by nothing."""
+
+    scene: int
+    text: str
+    where: str
+    noise: bool = False
+
+
+@dataclass(frozen=True)
 class Ask:
     """A question with its reference answer, its M3-Bench types and the scenes that hold its evidence.
 
@@ -103,6 +119,11 @@ class World:
     people: tuple[Person, ...]
     scenes: tuple[Line, ...]
     asks: tuple[Ask, ...]
+    shown: tuple[Shown, ...] = ()
+
+    def shown_in(self, scene: int) -> list[Shown]:
+        """What is written on screen in ``scene`` (a mark: in every scene)."""
+        return [s for s in self.shown if s.scene == scene or s.where == "mark"]
 
     @property
     def duration(self) -> float:
@@ -195,8 +216,42 @@ BUY = ("I bought {n} {things} at {shop}.", "At {shop} I picked up {n} {things}."
        "Earlier today I got {n} {things} at {shop}.")
 BUY_MORE = ("I bought {m} more {things}.", "I went back and got {m} more {things}.",
             "Later I picked up another {m} {things}.")
+#: on-screen text: (slide title, row source, questions about a row's time)
+SCHEDULES = (("Ferry times", "towns", ("At what time does the ferry to {row} leave, according to the text?",
+                                       "When does the ferry to {row} sail, according to the slide?")),
+             ("Opening hours", "facilities", ("At what time does the {row} open, according to the text?",
+                                              "When does the {row} open, according to the slide on screen?")),
+             ("Coach timetable", "towns", ("When does the coach to {row} leave, according to the text?",
+                                           "According to the timetable on screen, when is the coach to {row}?")))
+#: (a notice's line, questions about where it sends people)
+NOTICES = (("Collect {things} at {counter} {n}", ("Where can {things} be collected, according to the text?",
+                                                  "According to the notice, where are {things} collected?")),
+           ("Spare {things} are kept at {counter} {n}", ("Where are spare {things} kept, according to the text?",
+                                                         "According to the notice, where are spare {things}?")),
+           ("Pay for {things} at {counter} {n}", ("Where do you pay for {things}, according to the text?",
+                                                  "According to the notice, where is the payment for {things}?")))
+NOTICE_TITLES = ("Notice", "Information", "Please note", "Visitors")
+#: a caption's "when", and the questions about what it announces
+CAPTION_WHEN = ("at dawn", "after midnight", "at noon", "overnight", "at sunrise", "this weekend", "next week")
+CAPTION_ASKS = ("According to the caption, what is coming {when}?", "What does the caption on screen announce {when}?",
+                "What happens {when}, according to the caption?")
+SIGN_ASKS = ("Which {label} does the text show when {name} {doing}?", "What {label} is shown on screen while {name} "
+             "{doing}?", "According to the sign on screen, which {label} is {name} at when {pronoun} {doing}?")
+#: a fact kind -> how a sign question says what its speaker is doing in that scene
+DOING = {"intro": "introduces {self}", "job": "talks about work", "town": "says where {pronoun} grew up",
+         "relation": "talks about {other}", "like": "says what {pronoun} loves", "dislike": "says what {pronoun} hates",
+         "plan": "talks about {poss} plans", "put": "says where {pronoun} put the {obj}",
+         "move": "says {pronoun} moved the {obj}", "buy": "says where {pronoun} bought {things}",
+         "buy-more": "says {pronoun} bought more {things}", "advice": "gives advice"}
+MARKS = ("TV4", "NEWS 24", "KANAL 2", "ZTV", "RADIO 5", "CH 12")  # a channel mark: noise
+NOTICE_HOOKS = ("Where can {name} collect the {things} {pronoun} bought, according to the text?",
+                "According to the notice, where should {name} collect {poss} {things}?")
 ADVICE = ("When you {sit}, {act}.", "Here is a tip: when you {sit}, {act}.", "{Act} when you {sit}.",
           "A piece of advice: if you {sit}, {act}.")
+
+
+def _ask(question: str, answer: str, types, scenes, kind: str, subject: str, at: int | None = None) -> Ask:
+    return Ask(question, _answer(answer), tuple(types), tuple(sorted(set(scenes))), at, kind, subject)
 
 
 # ------------------------------------------------------------------------------------------------ building
@@ -373,8 +428,10 @@ class _Builder:
                 return None
             lines.append(Line(scene, slot.speaker, text, tuple(f.kind for f in order)))
         self.lines = lines
-        asks = self._asks()
-        return World(world_id(self.seed, self.index), self.seed, self.index, persons, tuple(lines), tuple(asks))
+        shown, text_asks = self._texts()
+        asks = self._asks(text_asks)
+        return World(world_id(self.seed, self.index), self.seed, self.index, persons, tuple(lines), tuple(asks),
+                     tuple(shown))
 
     def _say(self, fact: _Fact) -> str:
         rng, p = self.rng, self.persons[fact.who]
@@ -407,19 +464,93 @@ class _Builder:
         sit, act = p.advice
         return pick(ADVICE).format(sit=sit, act=act, Act=_cap(act))
 
+    def _texts(self) -> tuple[list[Shown], list[Ask]]:
+        """The texts this world shows (none to three of a sign, a slide with times, a notice and a caption; slides
+        on the empty scenes first), each asked about, plus noise an OCR would also read."""
+        rng, persons, lines = self.rng, self.persons, self.lines
+        spoken = [line.scene for line in lines if line.speaker]
+        empty = [line.scene for line in lines if line.speaker is None]
+        shown: list[Shown] = []
+        asks: list[Ask] = []
+        for kind in rng.sample(("sign", "schedule", "notice", "caption"), rng.choice((0, 1, 2, 2, 3))):
+            used = {s.scene for s in shown}
+            free = [s for s in (empty if kind in ("schedule", "notice") else []) + spoken if s not in used]
+            scene = free[0] if free and free[0] in empty else rng.choice(free)
+            subject = f"text:{scene}"
+            if kind == "sign":
+                label, number = rng.choice(vocab.SIGNS), rng.randint(2, 40)
+                who = persons[lines[scene].speaker]
+                question = rng.choice(SIGN_ASKS).format(label=label.lower(), name=who.name, pronoun=who.pronoun.lower(),
+                                                        doing=self._doing(who, lines[scene].facts[-1]))
+                shown.append(Shown(scene, f"{label} {number}".upper(), "panel"))
+                asks.append(_ask(question, f"{label} {number}", (CM,), (self.intro_scene[who.key], scene),
+                                 "text-sign", subject))
+            elif kind == "schedule":
+                title, source, questions = rng.choice(SCHEDULES)
+                stated = {p.town for p in persons.values()}
+                rows = rng.sample([r for r in (vocab.TOWNS if source == "towns" else vocab.FACILITIES)
+                                   if r not in stated], rng.randint(2, 3))
+                times = sorted(rng.sample([f"{h:02d}:{m:02d}" for h in range(6, 23) for m in range(0, 60, 5)], len(rows)))
+                shown.append(Shown(scene, "\n".join([title] + [f"{_cap(r)} {t}" for r, t in zip(rows, times)]),
+                                   "slide"))
+                row = rng.randrange(len(rows))
+                asks.append(_ask(rng.choice(questions).format(row=rows[row]), times[row], (CM,), (scene,),
+                                 "text-time", subject))
+            elif kind == "notice":
+                asks.append(self._notice(scene, shown))
+            else:
+                event, when = rng.choice(vocab.EVENTS), rng.choice(CAPTION_WHEN)
+                shown.append(Shown(scene, f"{event} {when}", "caption"))
+                asks.append(_ask(rng.choice(CAPTION_ASKS).format(when=when), event, (CM,), (scene,), "text-caption",
+                                 subject))
+        if rng.random() < 0.25:
+            shown.append(Shown(0, rng.choice(MARKS), "mark", noise=True))
+        if rng.random() < 0.2:
+            fragment = "".join(rng.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(rng.randint(2, 3)))
+            shown.append(Shown(rng.choice(spoken), fragment, "panel", noise=True))
+        return shown, asks
+
+    def _notice(self, scene: int, shown: list[Shown]) -> Ask:
+        """A notice saying where to collect, find or pay for things; when someone bought things, often theirs,
+        asked as where *they* collect them (a hop from the purchase to the notice)."""
+        rng = self.rng
+        buyer = next(p for p in self.persons.values() if p.purchase)
+        (template, questions), counter, number = rng.choice(NOTICES), rng.choice(vocab.COUNTERS), rng.randint(2, 30)
+        hooked = template == NOTICES[0][0] and rng.random() < 0.6
+        things = buyer.purchase[0] if hooked else rng.choice([c for c in vocab.COUNTABLES if c != buyer.purchase[0]])
+        shown.append(Shown(scene, f"{rng.choice(NOTICE_TITLES)}\n{template.format(things=things, counter=counter, n=number)}",
+                           "slide"))
+        answer = f"at {counter} {number}"
+        if not hooked:
+            return _ask(rng.choice(questions).format(things=things), answer, (CM,), (scene,), "text-notice",
+                        f"text:{scene}")
+        question = rng.choice(NOTICE_HOOKS).format(name=buyer.name, things=things, pronoun=buyer.pronoun.lower(),
+                                                   poss="his" if buyer.gender == "man" else "her")
+        return _ask(question, answer, (MH,), (self.intro_scene[buyer.key], self._scene("buy", buyer.key), scene),
+                    "text-notice-hop", f"text:{scene}")
+
+    def _doing(self, who: Person, fact: str) -> str:
+        """What ``who`` is doing in the scene whose last fact is ``fact`` ("says where she put the trowel")."""
+        obj = who.belonging[0] if who.belonging else ""
+        things = who.purchase[0] if who.purchase else ""
+        other = self.persons[who.relation[1]].name if who.relation else ""
+        man = who.gender == "man"
+        return DOING[fact].format(self="himself" if man else "herself", pronoun=who.pronoun.lower(),
+                                  poss="his" if man else "her", other=other, obj=obj, things=things)
+
     def _scene(self, kind: str, who: str) -> int:
         return self.facts[(kind, who)].scene
 
-    def _asks(self) -> list[Ask]:
+    def _asks(self, text_asks: list[Ask]) -> list[Ask]:
         """The six asks every world has (the five types, and the same belonging before and after its move),
-        then up to four more of the other candidates, in a seeded order."""
+        one a shown text, then more of the other candidates (ten asks at most), in a seeded order."""
         rng = self.rng
         pool = self._candidates()
         chosen = [rng.choice([a for a in pool if need(a)]) for need in REQUIRED]
         rest = [a for a in pool if a.kind not in ONCE and (a.kind, a.subject) not in {(c.kind, c.subject)
                                                                                       for c in chosen}]
         rng.shuffle(rest)
-        asks = chosen + rest[: rng.randint(0, 4)]
+        asks = chosen + text_asks + rest[: rng.randint(0, max(0, 4 - len(text_asks)))]
         rng.shuffle(asks)
         return asks
 
@@ -430,8 +561,8 @@ class _Builder:
         out: list[Ask] = []
         intro = self.intro_scene
 
-        def ask(question, answer, types, scenes, kind, subject, at=None):
-            out.append(Ask(question, _answer(answer), tuple(types), tuple(sorted(set(scenes))), at, kind, subject))
+        def ask(*args, **kwargs):
+            out.append(_ask(*args, **kwargs))
 
         for p in persons.values():
             name, job_scene, k = p.name, self._scene("job", p.key), p.key

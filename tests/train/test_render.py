@@ -90,17 +90,26 @@ def test_records_are_the_spoken_scenes_as_the_memorizer_writes_speech_in_their_c
                                       f'{labels[line.speaker]} says: "{line.text}"' for line in spoken]
     assert [r.session for r in said] == [str(line.scene // 2) for line in spoken]
     clock = lambda seconds: f"{seconds // 60:02d}:{seconds % 60:02d}"  # noqa: E731
-    on_screen = [r for r in recs if " is on screen from " in r.text]
+    on_screen = [r for r in recs if r.text.startswith("<character_") and " is on screen from " in r.text]
     assert [(r.text, r.session) for r in on_screen] == [
         (f"{labels[line.speaker]} is on screen from {clock(line.scene * 15)} to {clock(line.scene * 15 + 14)}.",
          str(line.scene // 2)) for line in spoken]  # as the memorizer writes a face's time on screen
-    named = [r.text for r in recs if " says: " not in r.text and r not in on_screen]
+    written = [r for r in recs if r.text.startswith(("The text ", "The scene changes at "))]
+    named = [r.text for r in recs if " says: " not in r.text and r not in on_screen and r not in written]
     assert named == [f"{labels[line.speaker]}'s name is {name}" for line in spoken for name in stated_names(line.text)]
     assert len(named) >= len(world.people)  # every intro gives a name the memorizer reads
     first = world.index % 5
     assert sorted(labels.values()) == sorted(f"<character_{n}>" for n in range(first, first + len(world.people)))
     assert not any(p.name in label for label in labels.values() for p in world.people)
     assert len({r.id for r in recs}) == len(recs)
+    cuts = [(r.text, r.session) for r in written if r.text.startswith("The scene changes")]
+    assert cuts == [(f"The scene changes at {clock(s * 15)}.", str(s // 2)) for s in range(1, len(world.scenes), 2)]
+    texts = [(r.text, r.session) for r in written if r.text.startswith("The text ")]
+    shown = [(f'The text "{row}" is on screen from {clock(s.scene * 15)} to {clock(s.scene * 15 + 14)}.',
+              str(s.scene // 2)) for s in world.shown if s.where != "mark" for row in s.text.split("\n")]
+    marks = [(f'The text "{s.text}" is on screen from 00:00 to {clock(len(world.scenes) * 15 - 1)}.',
+              str(world.clips - 1)) for s in world.shown if s.where == "mark"]  # written once, with its span
+    assert sorted(texts) == sorted(shown + marks) and shown
     silent = dataclasses.replace(world, scenes=tuple(Line(line.scene, None, "") if line.scene in (2, 3) else line
                                                      for line in world.scenes))
     with pytest.raises(ValueError, match="no spoken scene"):
@@ -121,9 +130,11 @@ def test_records_become_a_memory_whose_clips_are_the_videos(tmp_path, embedder):
                                                                            for k in range(world.clips)]
         lines = graph.export(video.id)["nodes"]
         texts = [n["text"] for n in lines if n["kind"] == "episodic"]
-        assert len(texts) == len(records(world)) and all(t.startswith(("At ", "<character_")) for t in texts)
+        assert len(texts) == len(records(world))
+        assert all(t.startswith(("At ", "<character_", "The text ", "The scene changes at ")) for t in texts)
+        assert any(a.kind.startswith("text-") for a in world.asks)
         for ask in world.asks:
-            if ask.kind not in (BEFORE_CHANGE, "location-now", "advice"):
+            if ask.kind not in (BEFORE_CHANGE, "location-now", "advice") and not ask.kind.startswith("text-"):
                 continue
             hits = graph.search(ask.question, video=video.id, before_clip=world.before_clip(ask))
             assert hits.clips and max(c.id for c in hits.clips) <= world.before_clip(ask)
@@ -166,10 +177,10 @@ def test_write_worlds_refuses_an_unknown_render(tmp_path):
         write_worlds(tmp_path, 1, 0, hashing_config(), render="audio", progress=False)
 
 
-def test_scenes_show_each_person_with_their_voice_for_15_seconds():
+def test_scenes_show_each_person_with_their_voice_for_15_seconds(tmp_path):
     assert set(VOICES) == {key for keys in VOICE_KEYS.values() for key in keys}
     assert len(set(VOICES.values())) == len(VOICES)
-    world = next(w for w in generate_worlds(30, 4) if len(w.people) == 4)
+    world = next(w for w in generate_worlds(30, 4) if len(w.people) == 4 and not w.shown)
     photos = [["a1.jpg", "a2.jpg"], "b.jpg", ["c.jpg"]]  # three identities for four people
     out = scenes(world, photos)
     assert len(out) == len(world.scenes) and all(s.min_seconds == 15 for s in out)
@@ -187,6 +198,23 @@ def test_scenes_show_each_person_with_their_voice_for_15_seconds():
             assert scene.image in ([shown] if isinstance(shown, str) else shown)
     first = [s.image for s in out if s.person and world.person(s.person).photo == 0]
     assert first[:2] == ["a1.jpg", "a2.jpg"][: len(first[:2])]  # a person's photos in turn
+
+
+def test_scenes_draw_the_text_a_world_shows(tmp_path):
+    from PIL import Image
+
+    world = next(w for w in generate_worlds(30, 4) if any(s.where == "slide" for s in w.shown))
+    photos = photo_identities()
+    with pytest.raises(ValueError, match="pictures"):
+        scenes(world, photos)
+    out = scenes(world, photos, tmp_path / "pictures")
+    for scene, line in zip(out, world.scenes):
+        if world.shown_in(line.scene):  # drawn into the folder: the speaker's photo or a white page, with the text
+            assert scene.image == str(tmp_path / "pictures" / f"scene-{line.scene:02d}.png")
+            with Image.open(scene.image) as image:
+                assert image.size == (1280, 720)
+        else:
+            assert scene.image is None or scene.image in {p for group in photos for p in group}
 
 
 def test_photo_identities_group_a_folder(tmp_path):

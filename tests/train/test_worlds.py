@@ -21,6 +21,7 @@ from m3agent.train.worlds import (
     MAX_LINE_WORDS,
     NUMBERS,
     TYPES,
+    Line,
     World,
     clip_of,
     generate_world,
@@ -206,14 +207,20 @@ def facts(text: str) -> set[str]:
     return words(text) - frame_words()
 
 
+def seen_text(world: World, scene: int) -> str:
+    """What a scene says and shows in writing (not the noise), as one text."""
+    shown = [s.text.replace("\n", ". ") for s in world.shown_in(scene) if not s.noise]
+    return " ".join([world.scenes[scene].text, *shown]).strip()
+
+
 @pytest.mark.parametrize("chunk", range(4))
 def test_evidence_holds_each_answer_and_is_seen_in_time(chunk):
     for world in worlds_2000()[chunk * 100 : chunk * 100 + 100]:
         names = {p.name: p for p in world.people}
         intro = {p.key: next(line.scene for line in world.scenes if line.speaker == p.key) for p in world.people}
         for ask in world.asks:
-            lines = [world.scenes[s] for s in ask.scenes]
-            assert ask.scenes and all(line.speaker for line in lines), ask  # evidence: spoken scenes
+            lines = [Line(s, world.scenes[s].speaker, seen_text(world, s)) for s in ask.scenes]
+            assert ask.scenes and all(line.text for line in lines), ask  # evidence: scenes that say or show it
             assert max(clip_of(s) for s in ask.scenes) <= world.before_clip(ask)  # seen by the time it is asked
             text = " ".join(line.text for line in lines)
             numbers = [NUMBERS.index(w) for w in re.findall(r"[a-z]+", text.lower()) if w in NUMBERS]
@@ -240,7 +247,8 @@ def test_asks_are_answerable_only_from_their_evidence(chunk):
     says where the belonging went."""
     for world in worlds_2000()[chunk * 100 : chunk * 100 + 100]:
         for ask in world.asks:
-            seen = [line for line in world.scenes if line.speaker and clip_of(line.scene) <= world.before_clip(ask)]
+            seen = [Line(line.scene, line.speaker, seen_text(world, line.scene)) for line in world.scenes
+                    if clip_of(line.scene) <= world.before_clip(ask)]
             answer = ask.answer.rstrip(".")
             phrase = re.sub(r"^(He|She) is an? |^(In|On|Under|Behind|At) ", "", answer)
             if ask.kind == BEFORE_CHANGE:
@@ -262,6 +270,7 @@ def test_no_training_question_or_fact_appears_in_evaluation():
     for world in worlds_2000():
         questions.update(normal(a.question) for a in world.asks)
         facts.update(normal(s) for line in world.scenes for s in sentences(line.text))
+        facts.update(normal(row) for shown in world.shown if not shown.noise for row in shown.text.split("\n"))
     assert len(facts) > 5_000 and len(questions) > 5_000
     assert not (questions | facts) & evaluation_sentences
     assert not [t for t in questions | facts if t in haystack]  # not even inside an evaluation line
@@ -284,7 +293,8 @@ def word_lists() -> dict[str, list[str]]:
             "objects": list(vocab.OBJECTS), "places": [p for _, p in vocab.PLACES],
             "countables": list(vocab.COUNTABLES), "shops": list(vocab.SHOPS), "plans": list(vocab.PLANS),
             "preferences": list(vocab.PREFERENCES), "relations": [r for pair in vocab.RELATIONS for r in pair],
-            "advice": [part for pair in vocab.ADVICE for part in pair]}
+            "advice": [part for pair in vocab.ADVICE for part in pair], "signs": list(vocab.SIGNS),
+            "counters": list(vocab.COUNTERS), "facilities": list(vocab.FACILITIES), "events": list(vocab.EVENTS)}
 
 
 def test_word_lists_are_large_distinct_and_places_stand_apart():
@@ -298,3 +308,26 @@ def test_word_lists_are_large_distinct_and_places_stand_apart():
     place_words = set().union(*(words(p) for p in lists["places"]))
     others = set().union(*(words(i) for k, items in lists.items() if k != "places" for i in items))
     assert not place_words & others  # where a belonging is can only be read from where it was put or moved
+
+
+# ------------------------------------------------------------------------------------------------ on-screen text
+def test_worlds_show_text_nobody_says_and_ask_about_each():
+    """Signs, slides, notices and captions are shown in many worlds, each asked about once, its answer read off
+    the screen and said by nobody; noise (a channel mark, a misread fragment) is never asked about."""
+    kinds, noise = Counter(), 0
+    for world in worlds_2000()[:500]:
+        asked = {a.subject: a for a in world.asks if a.kind.startswith("text-")}
+        said = " ".join(line.text for line in world.scenes).lower()
+        for shown in world.shown:
+            if shown.noise:
+                noise += 1
+                assert f"text:{shown.scene}" not in asked or any(not s.noise for s in world.shown_in(shown.scene))
+                continue
+            ask = asked[f"text:{shown.scene}"]
+            kinds[ask.kind] += 1
+            answer = ask.answer.rstrip(".").removeprefix("At ")
+            assert answer.lower() in shown.text.lower() and answer.lower() not in said, (ask, shown)
+            assert shown.scene in ask.scenes and max(ask.scenes) // 2 <= world.before_clip(ask)
+    assert set(kinds) == {"text-sign", "text-time", "text-notice", "text-notice-hop", "text-caption"}
+    assert min(kinds.values()) >= 20 and noise >= 50
+    assert sum(bool(w.shown) for w in worlds_2000()[:500]) >= 300
