@@ -68,17 +68,14 @@ def evidence() -> dict[str, list[int]]:
 def scenes(video: Video, pictures: Path | None = None) -> list:
     """The video's scenes; a scene with writing shows a picture made in ``pictures`` (its photo with the writing
     drawn on, or a white page)."""
-    from m3agent.samples.screen_text import Writing, picture
+    from m3agent.samples.screen_text import Writing, with_writing
     from m3agent.samples.synth import Scene
 
     out = []
     for index, (person, photo, line) in enumerate(video.scenes):
         writings = tuple(Writing(text, where) for s, text, where in video.shown if s == index)
         base = str(FACES / video.people[person].photos[photo % len(video.people[person].photos)]) if person else None
-        if writings:
-            if pictures is None:
-                raise ValueError(f"{video.id}: scene {index} shows writing; give a folder for its picture")
-            base = str(picture(Path(pictures) / f"scene{index}.png", base, writings))
+        base = with_writing(base, writings, pictures, f"scene{index}.png")
         if person is None:
             out.append(Scene(None, base, None, "", min_seconds=SCENE_SECONDS))
         else:

@@ -39,7 +39,7 @@ def stated_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def on_screen_line(who: str, start: float, end: float) -> str:
+def person_on_screen_line(who: str, start: float, end: float) -> str:
     """The line for a person seen from ``start`` to ``end`` (the training worlds write the same)."""
     return f"{who} is on screen from {clock(start)} to {clock(end)}."
 
@@ -64,7 +64,7 @@ class GroundedMemorizer(Memorizer):
                 if b - a < 0.5:
                     lines.episodic.append(f"<face_{node}> appears on screen at {clock(a)}.")
                 else:
-                    lines.episodic.append(on_screen_line(f"<face_{node}>", a, b))
+                    lines.episodic.append(person_on_screen_line(f"<face_{node}>", a, b))
         for a, b, n in perception.small_face_spans(gap=max(self.frame_gap, 1.5 * step)):
             lines.episodic.append(small_faces_line(n, a, b, more=bool(perception.faces)))
         if not perception.faces and not perception.small_faces and clip.frames:

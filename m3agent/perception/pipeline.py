@@ -272,17 +272,19 @@ class Perceiver:
         """Shots and key frames of ``clip``, and its on-screen text when a text backend is set."""
         t = time.perf_counter()
         motion = frame_motion(clip.frames, clip.frame_times)
+        keys = key_frames(motion.shots, self.config.text_frames)
         reading = TextReading()
         if self.text is not None and clip.frames:
             sensing.stage("text")
             c = self.config
-            reading = read_clip_text(clip.frames, clip.frame_times, motion, self.text, c.text_frames, c.text_regions)
+            reading = read_clip_text(clip.frames, clip.frame_times, motion, self.text, most_regions=c.text_regions,
+                                     keys=keys)
             if reading.unread_frames or reading.unread_regions:
                 log.info("clip %d: on-screen text read on %d key frames and %d changed regions; %d shots and %d "
                          "regions left unread (the caps memorize.perception.text_frames=%d, text_regions=%d)",
                          clip.index, reading.frames_read, reading.regions_read, reading.unread_frames,
                          reading.unread_regions, c.text_frames, c.text_regions)
-        return motion.shots, key_frames(motion.shots, self.config.text_frames), reading, time.perf_counter() - t
+        return motion.shots, keys, reading, time.perf_counter() - t
 
     def _speech(self, sensings: list[_Sensing]) -> list[tuple]:
         """For each clip: its utterances, those long enough to embed (embedded), and the seconds of recognition

@@ -59,11 +59,12 @@ def text_key(text: str) -> str:
 
 
 def read_clip_text(frames, times: list[float], motion: FrameMotion, reader: TextBackend, most_frames: int = 4,
-                   most_regions: int = 3) -> TextReading:
-    """The texts on ``frames`` (one clip's, at ``times``): key frames read whole, then the largest settled
-    regions, each sighting kept on screen while its pixels stay, sightings of one text a frame apart merged."""
+                   most_regions: int = 3, keys: list[int] | None = None) -> TextReading:
+    """The texts on ``frames`` (one clip's, at ``times``): key frames read whole (``keys``, else the first
+    ``most_frames`` shots' :func:`~m3agent.perception.shots.key_frames`), then the largest settled regions, each
+    sighting kept on screen while its pixels stay, sightings of one text a frame apart merged."""
     reading = TextReading()
-    keys = key_frames(motion.shots, most_frames)
+    keys = key_frames(motion.shots, most_frames) if keys is None else keys
     reading.unread_frames = len(motion.shots) - len(keys)
     regions = [r for r in motion.settled_regions() if r.frame not in keys]
     reading.unread_regions = max(0, len(regions) - most_regions)

@@ -41,12 +41,14 @@ def picture(out: str | Path, base: str | None, writings: tuple[Writing, ...] = (
             image.thumbnail(SIZE)
             canvas.paste(image, ((SIZE[0] - image.width) // 2, (SIZE[1] - image.height) // 2))
     draw = ImageDraw.Draw(canvas)
+    panel_top = 40  # panels stack down the left side
     for writing in writings:
         if writing.where == "panel":
             font = _font(56)
             left, top, right, bottom = draw.textbbox((0, 0), writing.text, font=font)
-            draw.rectangle((40, 40, 40 + right - left + 48, 40 + bottom - top + 40), fill=(236, 232, 220))
-            draw.text((64 - left, 60 - top), writing.text, fill=(24, 24, 24), font=font)
+            draw.rectangle((40, panel_top, 40 + right - left + 48, panel_top + bottom - top + 40), fill=(236, 232, 220))
+            draw.text((64 - left, panel_top + 20 - top), writing.text, fill=(24, 24, 24), font=font)
+            panel_top += bottom - top + 70
         elif writing.where == "slide":
             title, *rest = writing.text.split("\n")
             draw.text((100, 90), title, fill=(20, 30, 90), font=_font(64))
@@ -64,6 +66,15 @@ def picture(out: str | Path, base: str | None, writings: tuple[Writing, ...] = (
     out.parent.mkdir(parents=True, exist_ok=True)
     canvas.save(out)
     return out
+
+
+def with_writing(base: str | None, writings: tuple[Writing, ...], pictures: str | Path | None, name: str) -> str | None:
+    """``base`` with ``writings`` drawn on, saved as ``pictures/name``; ``base`` itself when nothing is written."""
+    if not writings:
+        return base
+    if pictures is None:
+        raise ValueError(f"{name} shows writing: give a folder for its pictures")
+    return str(picture(Path(pictures) / name, base, writings))
 
 
 MARK = Writing("CH7", "mark")

@@ -78,7 +78,7 @@ def records(world: World) -> list[TextRecord]:
     """Each spoken scene as the memorizer writes it, in the session of its 30-second clip: the speaker on screen
     (``<character_N> is on screen from MM:SS to MM:SS.``), the line (``At MM:SS <character_N> says: "line"``)
     and one record a name the line gives."""
-    from m3agent.memorize.grounded import on_screen_line, speech_line, stated_names
+    from m3agent.memorize.grounded import person_on_screen_line, speech_line, stated_names
     from m3agent.memorize.on_screen import scene_change_line, screen_text_line
 
     labels = speaker_labels(world)
@@ -88,7 +88,7 @@ def records(world: World) -> list[TextRecord]:
         start = scene_start(line.scene)
         if line.speaker:
             who = labels[line.speaker]
-            out.append(TextRecord(f"{rid}/screen", on_screen_line(who, start, start + SCENE_SECONDS - 1),
+            out.append(TextRecord(f"{rid}/screen", person_on_screen_line(who, start, start + SCENE_SECONDS - 1),
                                   session=session))
         if start % CLIP_SECONDS:
             out.append(TextRecord(f"{rid}/cut", scene_change_line(start), session=session))
@@ -114,7 +114,7 @@ def scenes(world: World, photos: Sequence[str | Sequence[str]], pictures: str | 
     photos in turn, scene by scene), or, when there are fewer identities than that, not at all (an off-screen
     voice over a plain background). A scene with text on screen is drawn into the folder ``pictures`` (needed
     then): the photo, or a white page, with the text on it."""
-    from m3agent.samples.screen_text import Writing, picture
+    from m3agent.samples.screen_text import Writing, with_writing
 
     identities = [[p] if isinstance(p, str) else list(p) for p in photos]
     seen: dict[str, int] = {}
@@ -127,10 +127,7 @@ def scenes(world: World, photos: Sequence[str | Sequence[str]], pictures: str | 
             seen[person.key] = turn + 1
             image = shown[turn % len(shown)] if shown else None
         writings = tuple(Writing(s.text, s.where) for s in world.shown_in(line.scene))
-        if writings:
-            if pictures is None:
-                raise ValueError(f"{world.id} shows text on screen: a folder for its pictures is needed")
-            image = str(picture(Path(pictures) / f"scene-{line.scene:02d}.png", image, writings))
+        image = with_writing(image, writings, pictures, f"scene-{line.scene:02d}.png")
         if person is None:
             out.append(Scene(None, image, None, "", min_seconds=SCENE_SECONDS))
         else:
