@@ -40,12 +40,14 @@ def parse_action(text: str) -> tuple[str, str, bool]:
     reply = answer_text(text)
     match = _ACTION.search(reply)
     if match:
-        content = match.group(2).strip()
+        action, content = match.group(1), match.group(2).strip()
+        while (header := _ACTION.match(content)) is not None:  # the header again as the content: what follows it
+            action, content = header.group(1), header.group(2).strip()
         inner = _CONTENT.search(content)
         content = _LABEL.sub("", (inner.group(1) if inner else content).strip()).strip()
         if not content or _ECHO.match(content) or _format_word(content):  # nothing but labels, the question
             return "search", "", False  # copied back or a word of the format: no answer, the question searched again
-        return match.group(1).lower(), content, False
+        return action.lower(), content, False
     plain = _PLAIN_ANSWER.match(reply)
     if plain:  # "The answer is ...": small models answer without the format
         return "answer", plain.group(1).strip().strip('"').strip(), True

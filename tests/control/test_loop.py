@@ -46,6 +46,12 @@ def test_parse_action():
     for echo in ("Acti.", "Action", "content", "Search.", "[Answer]"):  # a word of the format, or its start
         assert parse_action(f"Action: [Answer]\nContent: {echo}") == ("search", "", False), echo
     assert parse_action("Action: [Answer]\nContent: Act 3") == ("answer", "Act 3", False)
+    # the header again as the content (the trained SmolLM2 replied so twice on the mini M3-Bench): what follows it
+    assert parse_action("Action: [Answer]\nContent: Action: [Answer]") == ("search", "", False)
+    assert parse_action("Action: [Answer]\nContent: Action: [Answer] Content: 100 degrees") == (
+        "answer", "100 degrees", False)
+    assert parse_action("Action: [Answer]\nContent: Action: [Search]\nContent: boiling water") == (
+        "search", "boiling water", False)
     assert parse_action("Action: [Answer]\nContent: An") == ("answer", "An", False)
     assert choose_query("", False, "Where is it?") == "Where is it?"
     assert parse_action("I think the fridge") == ("search", "I think the fridge", True)
