@@ -75,9 +75,9 @@ def speaker_labels(world: World) -> dict[str, str]:
 
 
 def records(world: World) -> list[TextRecord]:
-    """Each spoken scene as the memorizer writes it, in the session of its 30-second clip: the speaker on screen
-    (``<character_N> is on screen from MM:SS to MM:SS.``), the line (``At MM:SS <character_N> says: "line"``)
-    and one record a name the line gives."""
+    """Each scene as the memorizer writes it, in the session of its 30-second clip: the speaker on screen
+    (``<character_N> is on screen from MM:SS to MM:SS.``), a cut inside the clip, each row of text shown, the line
+    (``At MM:SS <character_N> says: "line"``) and one record a name the line gives; a mark once, in the last clip."""
     from m3agent.memorize.grounded import person_on_screen_line, speech_line, stated_names
     from m3agent.memorize.on_screen import scene_change_line, screen_text_line
 
