@@ -110,6 +110,10 @@ PLACES = (
     ("in", "the sideboard"), ("under", "the armchair"), ("in", "the biscuit tin"), ("in", "the cellar"),
     ("on", "the tall bookshelf"), ("in", "the cabinet beside the stove"),
     ("in", "the locker at the gym"), ("on", "the porch"), ("in", "the utility room"),
+    ("next to", "the radiator"), ("beside", "the tumble dryer"), ("near", "the fireplace"),
+    ("inside", "the ottoman"), ("at the back of", "the carport"), ("beneath", "the floorboards"),
+    ("on top of", "the chest freezer"), ("behind", "the boiler"), ("inside", "the steamer trunk"),
+    ("beside", "the log basket"), ("next to", "the rain barrel"), ("under", "the doormat"),
 )
 
 #: things bought in batches and counted ("I bought three lemons ... two more lemons")

@@ -73,6 +73,10 @@ class Person:
     def pronoun(self) -> str:
         return "He" if self.gender == "man" else "She"
 
+    @property
+    def possessive(self) -> str:
+        return "his" if self.gender == "man" else "her"
+
 
 @dataclass(frozen=True)
 class Line:
@@ -189,8 +193,11 @@ def _answer(text: str) -> str:
 
 
 def _np(place: str) -> str:
-    """``in the cedar chest`` -> ``the cedar chest``."""
-    return place.split(" ", 1)[1]
+    """``in the cedar chest`` -> ``the cedar chest``; ``at the back of the garage`` -> ``the garage``."""
+    for preposition in sorted({p for p, _ in vocab.PLACES}, key=len, reverse=True):
+        if place.startswith(preposition + " "):
+            return place[len(preposition) + 1:]
+    raise ValueError(f"no known preposition starts {place!r}")
 
 
 INTRO = ("Hello, my name is {name}.", "Hi there, I'm {name}.", "Hey everyone, my name's {name}.",
@@ -208,7 +215,7 @@ DISLIKE = ("I hate {x}.", "I can't stand {x}.", "I really dislike {x}.", "Honest
 PLAN = ("{When} I will {plan}.", "I am going to {plan} {when}.", "{When}, I plan to {plan}.",
         "I have decided to {plan} {when}.")
 PUT = ("I put my {obj} {place}.", "I left my {obj} {place}.", "My {obj} is {place} for now.",
-       "I just placed my {obj} {place}.")
+       "I just placed my {obj} {place}.", "I keep my {obj} {place}.", "These days I store my {obj} {place}.")
 MOVE = ("I took my {obj} from {old_np} and put it {new}.", "My {obj} is no longer {old}. Now it is {new}.",
         "I moved my {obj} away from {old_np}; it is {new} now.",
         "I decided to move my {obj}, so now it is {new} instead.")
@@ -525,7 +532,7 @@ class _Builder:
             return _ask(rng.choice(questions).format(things=things), answer, (CM,), (scene,), "text-notice",
                         f"text:{scene}")
         question = rng.choice(NOTICE_HOOKS).format(name=buyer.name, things=things, pronoun=buyer.pronoun.lower(),
-                                                   poss="his" if buyer.gender == "man" else "her")
+                                                   poss=buyer.possessive)
         return _ask(question, answer, (MH,), (self.intro_scene[buyer.key], self._scene("buy", buyer.key), scene),
                     "text-notice-hop", f"text:{scene}")
 
@@ -536,7 +543,7 @@ class _Builder:
         other = self.persons[who.relation[1]].name if who.relation else ""
         man = who.gender == "man"
         return DOING[fact].format(self="himself" if man else "herself", pronoun=who.pronoun.lower(),
-                                  poss="his" if man else "her", other=other, obj=obj, things=things)
+                                  poss=who.possessive, other=other, obj=obj, things=things)
 
     def _scene(self, kind: str, who: str) -> int:
         return self.facts[(kind, who)].scene
@@ -621,15 +628,17 @@ class _Builder:
                 named = rng.random() < 0.4
                 before, now = pick((("Where is the {o}?", "Where is the {o} now?"),
                                     ("Where can the {o} be found?", "Where can the {o} be found now?"),
-                                    ("Where is {n}'s {o}?", "Where is {n}'s {o} now?")) if named else
+                                    ("Where is {n}'s {o}?", "Where is {n}'s {o} now?"),
+                                    ("Where does {n} keep {p} {o}?", "Where does {n} keep {p} {o} now?"),
+                                    ("Where did {n} put {p} {o}?", "Where has {n} put {p} {o} now?")) if named else
                                    (("Where is the {o}?", "Where is the {o} now?"),
                                     ("Where can the {o} be found?", "Where can the {o} be found now?")))
                 named = "{n}" in before
                 extra = (intro[k],) if named else ()
                 earliest = (clip_of(max((put, *extra))) + 1) * int(CLIP_SECONDS)
                 at = rng.randint(earliest, int(scene_start(move)))
-                ask(before.format(o=obj, n=name), first, (PU,), (put, *extra), BEFORE_CHANGE, subject, at=at)
-                ask(now.format(o=obj, n=name), moved, (ME,), (put, move, *extra), "location-now", subject)
+                ask(before.format(o=obj, n=name, p=p.possessive), first, (PU,), (put, *extra), BEFORE_CHANGE, subject, at=at)
+                ask(now.format(o=obj, n=name, p=p.possessive), moved, (ME,), (put, move, *extra), "location-now", subject)
                 ask(pick(("Who moved the {o}?", "Who said they moved the {o}?")).format(o=obj), name, (CM,),
                     (intro[k], move), "said-move", k)
                 ask(pick(("What is the job of the person who moved the {o}?",
