@@ -82,6 +82,37 @@ def test_the_control_grammar_compiles_and_a_broken_one_is_refused(llamacpp):
         llamacpp.chat(CAPITAL, format="no_such_format")
 
 
+@pytest.mark.parametrize("reply,admitted", [
+    ("Action: [Answer]\nContent: Paris.", True), ("Action: [Search]\nContent:\nwho is Olga", True),
+    ("Action: [Answer]\nContent: 14:55.", True), ("Action: [Answer]\nContent: 100 degrees Celsius.", True),
+    ("Action: [Answer]\nContent: 1. Paris", False), ("Action: [Answer]\nContent: 1", False),
+    ("Action: [Answer]\nContent: 3) the key", False), ("Action: [Answer]\nContent: [Answer] or [Search]", False),
+    ("Action: [Answer]\nContent: Paris.\nQuestion: more", False), ("Action: Answer\nContent: Paris.", False)])
+def test_the_control_grammar_admits_answers_that_start_with_a_number_but_not_a_list(llamacpp, reply, admitted):
+    """A trained adapter answers "14:55." to a timetable question: held to letters first, it wrote no answer."""
+    assert grammar_admits(llamacpp.llm, load_grammar(REPLY_FORMAT), reply) is admitted
+
+
+def grammar_admits(llm, grammar: str, reply: str) -> bool:
+    """Whether llama.cpp, decoding under ``grammar``, could write ``reply`` and stop: each of its tokens (then the
+    end) is offered to the grammar's sampler alone, and must keep a finite logit."""
+    import ctypes
+
+    import llama_cpp
+
+    sampler = llama_cpp.llama_sampler_init_grammar(llama_cpp.llama_model_get_vocab(llm.model), grammar.encode(), b"root")
+    try:
+        for token in llm.tokenize(reply.encode(), add_bos=False, special=False) + [llm.token_eos()]:
+            data = (llama_cpp.llama_token_data * 1)(llama_cpp.llama_token_data(token, 0.0, 0.0))
+            llama_cpp.llama_sampler_apply(sampler, ctypes.byref(llama_cpp.llama_token_data_array(data, 1, -1, False)))
+            if data[0].logit == float("-inf"):
+                return False
+            llama_cpp.llama_sampler_accept(sampler, token)
+        return True
+    finally:
+        llama_cpp.llama_sampler_free(sampler)
+
+
 def test_llamacpp_missing_model_file_is_a_clear_error(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (M3AGENT_SKIP_LLAMACPP=1)")
     with pytest.raises(ChatUnavailableError, match="missing.gguf"):
