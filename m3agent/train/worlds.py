@@ -192,9 +192,13 @@ def _answer(text: str) -> str:
     return _cap(text.rstrip(".")) + "."
 
 
+#: the prepositions places start with, longest first ("at the back of" before "at")
+_PREPOSITIONS = sorted({p for p, _ in vocab.PLACES}, key=len, reverse=True)
+
+
 def _np(place: str) -> str:
     """``in the cedar chest`` -> ``the cedar chest``; ``at the back of the garage`` -> ``the garage``."""
-    for preposition in sorted({p for p, _ in vocab.PLACES}, key=len, reverse=True):
+    for preposition in _PREPOSITIONS:
         if place.startswith(preposition + " "):
             return place[len(preposition) + 1:]
     raise ValueError(f"no known preposition starts {place!r}")
