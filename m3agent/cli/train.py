@@ -43,7 +43,7 @@ def cmd_train(args, config: Config) -> int:
                                 prompts_per_step=args.prompts, learning_rate=args.lr, seed=args.seed))
     if not args.data:
         raise M3AgentError("train control needs --data: the train.parquet m3agent train-data wrote")
-    summary = train_control(config, args.data, args.out, plan, evidence=args.evidence,
+    summary = train_control(config, args.data, args.out, plan, evidence=args.evidence, worked=args.worked,
                             notice=lambda text: print(text, file=sys.stderr))
     print_json({k: v for k, v in summary.items() if k not in ("warm_losses", "steps")} |
                {"last_steps": summary["steps"][-5:]})
@@ -80,6 +80,8 @@ def add_commands(sub) -> None:
     p.add_argument("--photos", default=None, help="worlds --render video: a folder of face photos")
     p.add_argument("--data", default=None, help="control: train.parquet written by m3agent train-data")
     p.add_argument("--evidence", default=None, help="control: the worlds' evidence file (worlds.evidence.json)")
+    p.add_argument("--worked", default=None,
+                   help="control: answers the warm start gives with their working (worlds.worked.json)")
     p.add_argument("--warm-tasks", type=int, default=256, help="control: gold episodes of the warm start")
     p.add_argument("--lessons", type=float, default=0.3,
                    help="control: share of questions shown feedback lessons (others' corrections; 0: none)")

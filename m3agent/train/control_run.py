@@ -46,13 +46,16 @@ class ControlTraining:
     threads: int = 0
 
 
-def read_tasks(data: str | Path, evidence: str | Path | None = None) -> list[dict[str, Any]]:
-    """Control tasks from train-data Parquet rows (with each question's evidence clips when given)."""
+def read_tasks(data: str | Path, evidence: str | Path | None = None,
+               worked: str | Path | None = None) -> list[dict[str, Any]]:
+    """Control tasks from train-data Parquet rows (with each question's evidence clips, and the answers the gold
+    replies give with their working, when given)."""
     import pyarrow.parquet as pq
 
     from m3agent.train.tasks import task_of
 
     clips = json.loads(Path(evidence).read_text(encoding="utf-8")) if evidence else {}
+    workings = json.loads(Path(worked).read_text(encoding="utf-8")) if worked else {}
     tasks = []
     for row in pq.read_table(str(data)).to_pylist():
         extra = row.get("extra_info") or {}
@@ -60,6 +63,8 @@ def read_tasks(data: str | Path, evidence: str | Path | None = None) -> list[dic
             continue
         task = task_of(extra, (row.get("reward_model") or {}).get("ground_truth"))
         task.update(memory=extra["memory"], prompt=row["prompt"], evidence=clips.get(extra.get("question_id"), []))
+        if workings.get(extra.get("question_id")):
+            task["worked"] = workings[extra["question_id"]]
         tasks.append(task)
     if not tasks:
         raise ControlTrainingError(f"{data} holds no control rows (write them with m3agent train-data)")
@@ -67,7 +72,8 @@ def read_tasks(data: str | Path, evidence: str | Path | None = None) -> list[dic
 
 
 def train_control(config: Config, data: str | Path, out_dir: str | Path, settings: ControlTraining = ControlTraining(),
-                  *, evidence: str | Path | None = None, notice: Callable[[str], None] = print) -> dict[str, Any]:
+                  *, evidence: str | Path | None = None, worked: str | Path | None = None,
+                  notice: Callable[[str], None] = print) -> dict[str, Any]:
     import dataclasses
 
     from tqdm import tqdm
@@ -87,7 +93,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     config = dataclasses.replace(config, control=dataclasses.replace(config.control, max_rounds=settings.rounds))
-    tasks = read_tasks(data, evidence)
+    tasks = read_tasks(data, evidence, worked)
     with_lessons = add_lessons(tasks, settings.lessons, settings.grpo.seed)
     shelf = MemoryShelf(config)
 

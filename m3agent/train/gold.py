@@ -3,7 +3,8 @@
 They teach the reply format and the habits the reward pays for before RL starts (a supervised warm start): answer
 as soon as the notes shown hold every evidence clip, otherwise search for what is missing, and answer on the last
 round whatever happens. A task names its evidence clips (``evidence``) and may give a query that finds each
-(``evidence_queries``: clip -> text, e.g. the evidence line).
+(``evidence_queries``: clip -> text, e.g. the evidence line). It answers with ``worked`` where the task has it
+(a total with its sum written out), else with the reference ``answer``.
 
 Without such a query the gold policy searches the question again, if that would bring a missing evidence clip
 (asking memory the way the environment will): so a question about what holds *now* learns to search again for
@@ -24,7 +25,7 @@ def gold_reply(env: ControlEnv, task: dict[str, Any]) -> str:
     shown = set(state.notes) if state is not None else set()
     missing = [int(c) for c in task.get("evidence") or () if int(c) not in shown]
     if not missing or env.round >= env.rounds or state is None:
-        return f"Action: [Answer]\nContent: {task['answer']}"
+        return f"Action: [Answer]\nContent: {task.get('worked') or task['answer']}"
     queries = {int(k): v for k, v in (task.get("evidence_queries") or {}).items()}
     given = [queries[c] for c in missing if queries.get(c)]
     asked = {r.content for r in state.rounds}

@@ -5,6 +5,8 @@ nearest few shown with the question). A model never trained with them copies wha
 answer, even when the lesson was about another question. Here a share of the training tasks gets the lessons its
 world's other questions would have left (a wrong answer, corrected), and now and then one about the task's own
 question: the reward then pays for answering from the notes, or from a lesson only when it is about this question.
+The lessons are those of the questions most like the task's, as memory's search picks them for a real question
+(two questions "... according to the text?" look alike and ask different things): the hard case, not a random one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from m3agent.eval.feedback import lesson_text
+from m3agent.eval.judge import normalized_tokens
+from m3agent.eval.overlap import overlap_f1
 
 OWN_SHARE = 0.25  # of the tasks given lessons, those whose lessons include one about their own question
 
@@ -33,7 +37,9 @@ def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: 
         others = [t for t in world[(task.get("memory"), task.get("video"))]
                   if t["question"] != task["question"] and t.get("answer")]
         answers = list(dict.fromkeys(str(t["answer"]) for t in others))
-        picked = rng.sample(others, min(len(others), rng.randint(1, most)))
+        words = normalized_tokens(task["question"])
+        nearest = sorted(others, key=lambda t: (-overlap_f1(normalized_tokens(t["question"]), words), rng.random()))
+        picked = nearest[: rng.randint(1, most)]
         lessons = [lesson_text(t["question"], _wrong(rng, answers, str(t["answer"])), correction=str(t["answer"]))
                    for t in picked]
         if task.get("answer") and rng.random() < OWN_SHARE:

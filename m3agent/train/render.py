@@ -4,6 +4,7 @@
   (``bench/m3mini/build.py``): every question has a ``timestamp`` (its ``at``, else the end of the video) and
   ``before_clip = floor(seconds / 30) - 1``; ``reasoning`` quotes the scenes of evidence.
 * :func:`evidence`: the ``NAME.evidence.json`` sidecar, ``{question_id: [clip, ...]}``.
+* :func:`worked`: the ``NAME.worked.json`` sidecar, ``{question_id: answer with its working}``.
 * :func:`records`: the world as a text memory (:class:`~m3agent.memory.text_sources.TextRecord`), one record a
   spoken scene, its session the 30-second clip it falls in, so a text memory's clips are the video's. Each line
   is written by the default memorizer's own functions for a speaker's scene (``<character_2> is on screen from
@@ -65,6 +66,13 @@ def evidence(worlds: Iterable[World]) -> dict[str, list[int]]:
     """``{question_id: [clip, ...]}``: the clips holding each answer's evidence."""
     return {question_id(world, number): sorted({clip_of(s) for s in ask.scenes})
             for world in worlds for number, ask in enumerate(world.asks, 1)}
+
+
+def worked(worlds: Iterable[World]) -> dict[str, str]:
+    """``{question_id: answer with its working}`` for the questions that have one (a total: "4 + 3 = 7 plates.");
+    the gold replies of a warm start answer with it, the judge still holds the reference."""
+    return {question_id(world, number): ask.worked
+            for world in worlds for number, ask in enumerate(world.asks, 1) if ask.worked}
 
 
 def speaker_labels(world: World) -> dict[str, str]:

@@ -1,7 +1,8 @@
 """Write a set of synthetic worlds (:mod:`m3agent.train.worlds`) as a benchmark ``train-data`` reads unchanged.
 
 ``OUT/worlds.json`` holds the questions in M3-Bench's robot schema, ``OUT/worlds.evidence.json`` the clips of
-their evidence (the sidecar :func:`m3agent.eval.annotations.read_annotations` picks up), ``OUT/worlds.scripts.json``
+their evidence (the sidecar :func:`m3agent.eval.annotations.read_annotations` picks up), ``OUT/worlds.worked.json``
+the answers a warm start gives with their working (``train control --worked``), ``OUT/worlds.scripts.json``
 each world as generated (people, scenes, asks), and ``OUT/memories/WORLD.db`` each world's memory, named as
 :func:`m3agent.eval.memories.plan_memory` looks for it, its video or source named by the world's id. So::
 
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
 from m3agent.factory import SharedEmbedders, open_memory
-from m3agent.train.render import annotations, evidence, records, scenes
+from m3agent.train.render import annotations, evidence, records, scenes, worked
 from m3agent.train.worlds import (
     BEFORE_CHANGE,
     CLIP_SECONDS,
@@ -48,7 +49,7 @@ from m3agent.train.worlds import (
 if TYPE_CHECKING:
     from m3agent.models.embed.base import TextEmbedder
 
-ANNOTATIONS, EVIDENCE, SCRIPTS = "worlds.json", "worlds.evidence.json", "worlds.scripts.json"
+ANNOTATIONS, EVIDENCE, WORKED, SCRIPTS = "worlds.json", "worlds.evidence.json", "worlds.worked.json", "worlds.scripts.json"
 RENDERS = ("text", "video")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
 
@@ -70,6 +71,7 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
     worlds = generate_worlds(count, seed)
     _write_json(out / ANNOTATIONS, annotations(worlds))
     _write_json(out / EVIDENCE, evidence(worlds))
+    _write_json(out / WORKED, worked(worlds))
     _write_json(out / SCRIPTS, {world.id: world.to_dict() for world in worlds})
     built = kept = 0
     bar = _progress(worlds, render, progress)

@@ -113,6 +113,7 @@ class Ask:
     at: int | None = None
     kind: str = ""  # what it asks: "job", "total", BEFORE_CHANGE, "location-now", "said-town", "hop-job", ...
     subject: str = ""  # what it is about ("object:brass compass"): the asks before and after a change share it
+    worked: str = ""  # the answer with its working, for the gold replies of a warm start ("4 + 3 = 7 plates.")
 
 
 @dataclass(frozen=True)
@@ -261,8 +262,15 @@ ADVICE = ("When you {sit}, {act}.", "Here is a tip: when you {sit}, {act}.", "{A
           "A piece of advice: if you {sit}, {act}.")
 
 
-def _ask(question: str, answer: str, types, scenes, kind: str, subject: str, at: int | None = None) -> Ask:
-    return Ask(question, _answer(answer), tuple(types), tuple(sorted(set(scenes))), at, kind, subject)
+def _ask(question: str, answer: str, types, scenes, kind: str, subject: str, at: int | None = None,
+         worked: str = "") -> Ask:
+    return Ask(question, _answer(answer), tuple(types), tuple(sorted(set(scenes))), at, kind, subject, worked)
+
+
+def _sum_worked(n: int, m: int, things: str) -> str:
+    """A total with its working in digits: the small base model adds "4 + 3 =" right far more often than it
+    names the sum of "four" and "three" at once, and the judge reads "7" as "seven"."""
+    return f"{n} + {m} = {n + m} {things}."
 
 
 # ------------------------------------------------------------------------------------------------ building
@@ -654,9 +662,11 @@ class _Builder:
                 subject = f"count:{things}"
                 ask(pick(("How many {t} did {n} buy in total?", "In total, how many {t} did {n} get?",
                           "How many {t} did {n} buy altogether?")).format(t=things, n=name),
-                    NUMBERS[n + m], (ME,), (intro[k], buy, more), "total", subject)
+                    NUMBERS[n + m], (ME,), (intro[k], buy, more), "total", subject,
+                    worked=_sum_worked(n, m, things))
                 ask(pick(("How many {t} did the {j} buy in total?", "Altogether, how many {t} did the {j} get?"))
-                    .format(t=things, j=p.job), NUMBERS[n + m], (ME, MH), (job_scene, buy, more), "hop-total", subject)
+                    .format(t=things, j=p.job), NUMBERS[n + m], (ME, MH), (job_scene, buy, more), "hop-total", subject,
+                    worked=_sum_worked(n, m, things))
                 ask(f"Who bought {things} at {shop}?", name, (CM,), (intro[k], buy), "said-buy", k)
             if p.advice:
                 sit, act = p.advice

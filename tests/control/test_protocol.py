@@ -137,6 +137,13 @@ def test_format_results_shows_time_spans_and_flags_empty_results():
     assert "search result is empty" in format_results("zebra", SimpleNamespace(clips=[], empty=True))
 
 
+def test_format_results_shows_clips_in_the_videos_order_whatever_the_search_ranked_first():
+    later = SimpleNamespace(id=3, start=90.0, end=120.0, lines=["David moved the keys to the drawer"])
+    earlier = SimpleNamespace(id=0, start=0.0, end=30.0, lines=["David put the keys in the bowl"])
+    text = format_results("keys", SimpleNamespace(clips=[later, earlier], empty=False))
+    assert text.index("CLIP_0 ") < text.index("CLIP_3 ") and text.endswith("to the drawer")
+
+
 def test_every_round_asks_for_the_control_reply_format_which_has_a_grammar(kitchen):
     """Backend-neutral: the step names the format; backends with a grammar engine look it up by that name."""
     from m3agent.control.text import REPLY_FORMAT

@@ -93,6 +93,13 @@ def test_an_answer_without_the_references_number_is_wrong_however_many_words_it_
     assert "lacks the number 10" in verdicts[0].reason
 
 
+def test_a_shared_pronoun_does_not_make_a_wrong_job_right():
+    job = BenchItem("q3", "v", "What is Peter's job?", "He is a nurse.")
+    verdicts = OfflineJudge(f1=0.5).judge_many([(job, "He is a surveyor."), (job, "She is a cashier."),
+                                                (job, "Nurse at the city hospital."), (job, "A nurse.")])
+    assert [v.correct for v in verdicts] == [False, False, True, True]
+
+
 def test_offline_normalization():
     assert contains("Anna and Tom bought seven books together", "7 books")
     assert answer_f1("Café", "cafe") == 1.0 and answer_f1("", "x") == 0.0

@@ -26,7 +26,10 @@ def test_a_control_row_becomes_a_task_with_its_evidence(tmp_path):
     (tmp_path / "evidence.json").write_text(json.dumps({"w1_Q01": [0, 3]}))
     (task,) = read_tasks(tmp_path / "train.parquet", tmp_path / "evidence.json")
     assert task["answer"] == "Cyril." and task["before_clip"] == 2 and task["evidence"] == [0, 3]
-    assert task["memory"] == "/m/w1.db" and task["prompt"][0]["content"] == "s"
+    assert task["memory"] == "/m/w1.db" and task["prompt"][0]["content"] == "s" and "worked" not in task
+    (tmp_path / "worked.json").write_text(json.dumps({"w1_Q01": "2 + 3 = 5 plates.", "w9_Q01": "1 + 1 = 2 cups."}))
+    (task,) = read_tasks(tmp_path / "train.parquet", tmp_path / "evidence.json", tmp_path / "worked.json")
+    assert task["worked"] == "2 + 3 = 5 plates." and task["answer"] == "Cyril."  # the judge keeps the reference
 
 
 def test_the_curve_is_drawn(tmp_path):

@@ -37,6 +37,15 @@ def test_lessons_correct_questions_of_the_same_memory_and_sometimes_the_tasks_ow
     assert 0.1 * len(tasks) < own < 0.4 * len(tasks)
 
 
+def test_lessons_are_about_the_questions_most_like_the_tasks():
+    asked = ["What time does the Oslo train leave, according to the text?", "Where is the kite?",
+             "What does the sign say, according to the text?", "Who owns the dog?"]
+    tasks = [{"question": q, "answer": f"Answer {n}.", "memory": "m.db", "video": None} for n, q in enumerate(asked)]
+    add_lessons(tasks, 1.0, seed=1, most=1)
+    first = next(x for x in tasks[0]["lessons"] if "Oslo" not in x)
+    assert first.startswith('Asked "What does the sign say, according to the text?"')
+
+
 def test_a_memory_with_one_question_gives_only_lessons_about_it():
     lessons = []
     for seed in range(20):

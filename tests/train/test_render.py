@@ -11,11 +11,20 @@ from m3agent.config import Config
 from m3agent.eval.annotations import M3_TYPES, read_annotations, timestamp_seconds
 from m3agent.factory import open_memory
 from m3agent.train.dataset import convert
-from m3agent.train.render import VOICES, annotations, evidence, records, scenes, speaker_labels
+from m3agent.train.render import (
+    VOICES,
+    annotations,
+    evidence,
+    records,
+    scenes,
+    speaker_labels,
+    worked,
+)
 from m3agent.train.world_data import (
     ANNOTATIONS,
     EVIDENCE,
     SCRIPTS,
+    WORKED,
     photo_identities,
     remember_world,
     write_worlds,
@@ -162,6 +171,8 @@ def test_write_worlds_text_feeds_train_data_without_skips(tmp_path):
     out = tmp_path / "set"
     assert json.loads((out / ANNOTATIONS).read_text()) == annotations(worlds)
     assert json.loads((out / EVIDENCE).read_text()) == evidence(worlds)
+    workings = json.loads((out / WORKED).read_text())
+    assert workings == worked(worlds) and len(workings) == 3  # each world's total, with its sum written out
     assert json.loads((out / SCRIPTS).read_text())[worlds[0].id] == json.loads(json.dumps(worlds[0].to_dict()))
     assert sorted(p.name for p in (out / "memories").glob("*.db")) == sorted(f"{w.id}.db" for w in worlds)
     items = read_annotations(out / ANNOTATIONS)

@@ -75,6 +75,14 @@ def test_gold_replies_answer_once_the_evidence_is_shown_and_search_for_what_is_m
     assert "Content: it rained on the whole valley" in tok.decode(episodes[1].completion_ids)
 
 
+def test_gold_answers_a_total_with_its_working_which_the_reward_judges_right(world):
+    config, graph, tok, _ = world
+    total = {"question": "How many umbrellas does Ines have?", "answer": "Seven.", "worked": "4 + 3 = 7 umbrellas.",
+             "video": "world_a", "evidence": [0]}
+    (episode,) = ControlRollouts(tok, _env_for(config, graph)).replay([total], gold_reply)
+    assert "Content: 4 + 3 = 7 umbrellas." in tok.decode(episode.completion_ids) and episode.right
+
+
 def test_gold_answers_who_said_from_notes_that_show_the_speaker_by_name_once_memory_knows_it(tmp_path, world):
     _, _, tok, _ = world
     config = load_config(overrides=["control.max_rounds=3", "memory.search.top_k=1"])  # one clip a search

@@ -225,10 +225,13 @@ def test_evidence_holds_each_answer_and_is_seen_in_time(chunk):
             text = " ".join(line.text for line in lines)
             numbers = [NUMBERS.index(w) for w in re.findall(r"[a-z]+", text.lower()) if w in NUMBERS]
             answer = ask.answer.rstrip(".").lower()
-            if answer in NUMBERS:  # a total: the numbers said add up to it
+            if answer in NUMBERS:  # a total: the numbers said add up to it, as its working says
                 assert sum(numbers) == NUMBERS.index(answer), ask
+                terms = re.fullmatch(r"(\d+) \+ (\d+) = (\d+) .+\.", ask.worked)
+                assert terms and sorted(numbers) == sorted(map(int, terms.groups()[:2])), ask
+                assert int(terms[3]) == sum(numbers) and ask.worked.split(" = ")[1].split(" ", 1)[1][:-1] in ask.question
             else:
-                assert _key_words(ask.answer) <= words(text), ask
+                assert _key_words(ask.answer) <= words(text) and not ask.worked, ask
             for name in re.findall(r"\b[A-Z][a-z]+\b", ask.question + " " + ask.answer):
                 if name in names:  # a person named in the question or the answer: read in a line, or linked to
                     person = names[name]  # their voice by their introduction

@@ -85,6 +85,7 @@ def test_the_control_grammar_compiles_and_a_broken_one_is_refused(llamacpp):
 @pytest.mark.parametrize("reply,admitted", [
     ("Action: [Answer]\nContent: Paris.", True), ("Action: [Search]\nContent:\nwho is Olga", True),
     ("Action: [Answer]\nContent: 14:55.", True), ("Action: [Answer]\nContent: 100 degrees Celsius.", True),
+    ("Action: [Answer]\nContent: 4 + 3 = 7 plates.", True),
     ("Action: [Answer]\nContent: 1. Paris", False), ("Action: [Answer]\nContent: 1", False),
     ("Action: [Answer]\nContent: 3) the key", False), ("Action: [Answer]\nContent: [Answer] or [Search]", False),
     ("Action: [Answer]\nContent: Paris.\nQuestion: more", False), ("Action: Answer\nContent: Paris.", False)])
