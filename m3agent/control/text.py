@@ -79,11 +79,10 @@ def echoes(content: str, question: str) -> bool:
 
 def format_results(query: str, result, shown: Callable[[str], str] = str) -> str:
     """Search results as the model reads them: one block of note lines per clip, with its time span, each
-    line as ``shown`` writes it. Clips come in the video's order, not the search's: what holds *now* is then
-    always the last said (the keys moved to the drawer come after they were put in the bowl), which a small
-    model reads more easily than clock times."""
+    line as ``shown`` writes it. Clips come in the search's order, best first: an adapter trained on them in the
+    video's order learned to answer from the last line shown, whatever the question (docs/RESULTS.md)."""
     out = [KNOWLEDGE_PREFIX + json.dumps(query, ensure_ascii=False) + ":"]
-    for clip in sorted(result.clips, key=lambda c: (c.start, c.id)):
+    for clip in result.clips:
         out.append(f"CLIP_{clip.id} ({clock(clip.start)}-{clock(clip.end)}):")
         out.extend(f"- {shown(line)}" for line in clip.lines)
     if result.empty:
