@@ -11,6 +11,7 @@ The lessons are those of the questions most like the task's, as memory's search 
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import defaultdict
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: 
     world: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for task in tasks:
         world[(task.get("memory"), task.get("video"))].append(task)
+    tokens = functools.cache(normalized_tokens)  # each question's words, once however often it is compared
     given = 0
     for task in tasks:
         if rng.random() >= share:
@@ -37,8 +39,8 @@ def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: 
         others = [t for t in world[(task.get("memory"), task.get("video"))]
                   if t["question"] != task["question"] and t.get("answer")]
         answers = list(dict.fromkeys(str(t["answer"]) for t in others))
-        words = normalized_tokens(task["question"])
-        nearest = sorted(others, key=lambda t: (-overlap_f1(normalized_tokens(t["question"]), words), rng.random()))
+        words = tokens(task["question"])
+        nearest = sorted(others, key=lambda t: (-overlap_f1(tokens(t["question"]), words), rng.random()))
         picked = nearest[: rng.randint(1, most)]
         lessons = [lesson_text(t["question"], _wrong(rng, answers, str(t["answer"])), correction=str(t["answer"]))
                    for t in picked]
