@@ -54,8 +54,7 @@ def read_tasks(data: str | Path, evidence: str | Path | None = None,
 
     from m3agent.train.tasks import task_of
 
-    clips = json.loads(Path(evidence).read_text(encoding="utf-8")) if evidence else {}
-    workings = json.loads(Path(worked).read_text(encoding="utf-8")) if worked else {}
+    clips, workings = _sidecar(evidence), _sidecar(worked)
     tasks = []
     for row in pq.read_table(str(data)).to_pylist():
         extra = row.get("extra_info") or {}
@@ -69,6 +68,19 @@ def read_tasks(data: str | Path, evidence: str | Path | None = None,
     if not tasks:
         raise ControlTrainingError(f"{data} holds no control rows (write them with m3agent train-data)")
     return tasks
+
+
+def _sidecar(path: str | Path | None) -> dict[str, Any]:
+    """A worlds sidecar (``NAME.evidence.json``, ``NAME.worked.json``): ``{question_id: ...}``, empty when not given."""
+    if not path:
+        return {}
+    try:
+        held = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ControlTrainingError(f"cannot read {path} ({exc}); m3agent train worlds writes it") from exc
+    if not isinstance(held, dict):
+        raise ControlTrainingError(f"{path} is not a {{question_id: ...}} object; m3agent train worlds writes it")
+    return held
 
 
 def train_control(config: Config, data: str | Path, out_dir: str | Path, settings: ControlTraining = ControlTraining(),

@@ -32,6 +32,17 @@ def test_a_control_row_becomes_a_task_with_its_evidence(tmp_path):
     assert task["worked"] == "2 + 3 = 5 plates." and task["answer"] == "Cyril."  # the judge keeps the reference
 
 
+
+def test_a_missing_or_broken_sidecar_is_a_clear_error(tmp_path):
+    extra = {"question": "Who?", "video": "w1", "question_id": "w1_Q01", "memory": "/m/w1.db"}
+    write_parquet([{"prompt": [{"role": "system", "content": "s"}], "agent_name": "m3agent_control",
+                    "reward_model": {"ground_truth": "Cyril."}, "extra_info": extra}], tmp_path / "train.parquet")
+    with pytest.raises(ControlTrainingError, match="cannot read .*gone.json"):
+        read_tasks(tmp_path / "train.parquet", tmp_path / "gone.json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ControlTrainingError, match="not a"):
+        read_tasks(tmp_path / "train.parquet", None, tmp_path / "list.json")
+
 def test_the_curve_is_drawn(tmp_path):
     steps = [{"step": 1, "reward": 0.25, "accuracy": 0.25}, {"step": 2, "reward": 0.5, "accuracy": 0.5}]
     plot_curve([1.2, 0.8, 0.5], steps, tmp_path / "curve.png")
