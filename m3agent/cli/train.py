@@ -39,6 +39,7 @@ def cmd_train(args, config: Config) -> int:
 
     plan = ControlTraining()
     plan = replace(plan, warm_tasks=args.warm_tasks, threads=args.threads, lessons=args.lessons,
+                   clip_order=args.clip_order,
                    grpo=replace(plan.grpo, steps=args.steps, generations=args.generations,
                                 prompts_per_step=args.prompts, learning_rate=args.lr, seed=args.seed))
     if not args.data:
@@ -51,6 +52,8 @@ def cmd_train(args, config: Config) -> int:
 
 
 def add_commands(sub) -> None:
+    from m3agent.train.clip_order import CLIP_ORDERS
+
     p = sub.add_parser("train-data", help="training tasks as verl Parquet: control questions (M3-Bench annotations + "
                        "memory DBs, split by video) or memory-build streams (split by task)")
     p.add_argument("--task", choices=["control", "memory-build"], default="control",
@@ -85,6 +88,9 @@ def add_commands(sub) -> None:
     p.add_argument("--warm-tasks", type=int, default=256, help="control: gold episodes of the warm start")
     p.add_argument("--lessons", type=float, default=0.3,
                    help="control: share of questions shown feedback lessons (others' corrections; 0: none)")
+    p.add_argument("--clip-order", choices=list(CLIP_ORDERS), default="search",
+                   help="control: search results shown in the search's order while training (as in use) or "
+                        "shuffled, so the model reads the lines rather than learning where the answer usually is")
     p.add_argument("--steps", type=int, default=40, help="control: GRPO steps")
     p.add_argument("--prompts", type=int, default=2, help="control: questions a GRPO step")
     p.add_argument("--generations", type=int, default=4, help="control: episodes a question (GRPO's group)")

@@ -41,6 +41,8 @@ class ControlTraining:
     warm_batch: int = 4
     lessons: float = 0.3  # share of tasks shown feedback lessons (:mod:`m3agent.train.lessons`); 0: none
     rounds: int = 3  # control rounds an episode may take while training (inference keeps control.max_rounds)
+    #: the order search results are shown in while training (:mod:`m3agent.train.clip_order`); in use, the search's
+    clip_order: str = "search"
     grpo: GrpoSettings = field(default_factory=GrpoSettings)
     lora: LoraSettings = field(default_factory=LoraSettings)
     threads: int = 0
@@ -93,6 +95,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     from m3agent import factory
     from m3agent.models.bundled import bundled_chat_gguf
     from m3agent.train.adapter_gguf import write_gguf_adapter
+    from m3agent.train.clip_order import shown_in_order
     from m3agent.train.gold import gold_reply
     from m3agent.train.grpo import train_grpo
     from m3agent.train.lessons import add_lessons
@@ -110,7 +113,8 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     shelf = MemoryShelf(config)
 
     def env_for(task: dict[str, Any]):
-        return factory.build_env(config, "control", memory=shelf.get(task["memory"]))
+        return factory.build_env(config, "control",
+                                 memory=shown_in_order(shelf.get(task["memory"]), settings.clip_order, settings.grpo.seed))
 
     for task in tasks:  # the prompt as this run's environment starts it (the rows may carry another round count)
         task["prompt"] = env_for(task).reset(task)

@@ -52,3 +52,19 @@ def test_the_curve_is_drawn(tmp_path):
 def test_the_running_mean_of_the_grpo_curve_averages_the_steps_so_far_up_to_its_window():
     assert running_mean([0.0, 1.0, 0.5, 0.5], window=2) == [0.0, 0.5, 0.75, 0.5]
     assert running_mean([0.2, 0.4], window=5) == pytest.approx([0.2, 0.3])
+
+
+@pytest.mark.models
+def test_train_control_runs_end_to_end_from_the_command_line_with_shuffled_results(tmp_path, capsys):
+    worlds, data, run = tmp_path / "worlds", tmp_path / "data", tmp_path / "run"
+    assert main(["train", "worlds", "--out", str(worlds), "--count", "2", "--seed", "5"]) == 0
+    assert main(["train-data", "--annotations", str(worlds / "worlds.json"), "--memories", str(worlds / "memories"),
+                 "--out", str(data)]) == 0
+    assert main(["train", "control", "--data", str(data / "train.parquet"), "--out", str(run),
+                 "--evidence", str(worlds / "worlds.evidence.json"), "--worked", str(worlds / "worlds.worked.json"),
+                 "--warm-tasks", "2", "--steps", "1", "--prompts", "1", "--generations", "2", "--threads", "2",
+                 "--clip-order", "shuffled"]) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["settings"]["clip_order"] == "shuffled" and len(summary["steps"]) == 1
+    assert len(summary["warm_losses"]) == 1 and summary["tasks"] > 0
+    assert (run / "adapter.gguf").stat().st_size > 1_000_000 and (run / "curve.png").exists()

@@ -1,0 +1,42 @@
+"""The order search results are shown in while training: the search's (as in use), or shuffled.
+
+Two adapters trained on results in a fixed order learned where to look instead of what to read: one trained on
+the video's order answered from the last clip shown, one trained on the search's order from the first, whatever
+the question (docs/RESULTS.md). In the worlds the evidence clip is nearly always the search's first, so position
+alone earns the reward there, and fails in use wherever two clips score alike ("What is Peter's job?" in the demo:
+the pasta clip outranked the chef clip by 0.001). Shown in a seeded random order while training, position carries
+nothing and only the lines' words can earn the reward; in use results keep the search's order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+CLIP_ORDERS = ("search", "shuffled")
+
+
+class ShuffledClips:
+    """``memory`` whose searches return their clips in a random order, the same for the same search (seeded by
+    ``seed``, the query and the clips found), so a resumed run shows what the first showed. Everything else is
+    ``memory``'s."""
+
+    def __init__(self, memory: Any, seed: int):
+        self._memory, self._seed = memory, seed
+
+    def search(self, query: str, **kwargs: Any):
+        result = self._memory.search(query, **kwargs)
+        clips = list(result.clips)
+        random.Random(f"{self._seed}|{query}|{[c.id for c in clips]}").shuffle(clips)
+        return dataclasses.replace(result, clips=clips)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)
+
+
+def shown_in_order(memory: Any, order: str, seed: int) -> Any:
+    """``memory`` as a training environment searches it for ``order`` (:data:`CLIP_ORDERS`)."""
+    if order not in CLIP_ORDERS:
+        raise ValueError(f"unknown clip order {order!r}; one of {', '.join(CLIP_ORDERS)}")
+    return ShuffledClips(memory, seed) if order == "shuffled" else memory
