@@ -90,7 +90,6 @@ def format_results(query: str, result, shown: Callable[[str], str] = str) -> str
     return "\n".join(out)
 
 
-
 def drop_oldest_results(messages: list[dict]) -> bool:
     """Replace the oldest search results still shown by :data:`DROPPED`, keeping that message's round
     instruction, so a conversation too long for the context window loses old evidence before new.
