@@ -41,9 +41,12 @@ def cmd_train(args, config: Config) -> int:
     plan = replace(plan, warm_tasks=args.warm_tasks, threads=args.threads, lessons=args.lessons,
                    clip_order=args.clip_order,
                    grpo=replace(plan.grpo, steps=args.steps, generations=args.generations,
-                                prompts_per_step=args.prompts, learning_rate=args.lr, seed=args.seed))
+                                prompts_per_step=args.prompts, learning_rate=args.lr, seed=args.seed,
+                                resample=args.resample))
     if not args.data:
         raise M3AgentError("train control needs --data: the train.parquet m3agent train-data wrote")
+    if args.resample < 0:
+        raise M3AgentError(f"--resample must be 0 (off) or more (got {args.resample})")
     summary = train_control(config, args.data, args.out, plan, evidence=args.evidence, worked=args.worked,
                             notice=lambda text: print(text, file=sys.stderr))
     print_json({k: v for k, v in summary.items() if k not in ("warm_losses", "steps")} |
@@ -95,5 +98,8 @@ def add_commands(sub) -> None:
     p.add_argument("--prompts", type=int, default=2, help="control: questions a GRPO step")
     p.add_argument("--generations", type=int, default=4, help="control: episodes a question (GRPO's group)")
     p.add_argument("--lr", type=float, default=2e-5, help="control: GRPO's learning rate")
+    p.add_argument("--resample", type=int, default=0,
+                   help="control: DAPO's dynamic sampling, fresh question groups a step may draw to replace groups "
+                        "whose episodes all scored alike (they teach nothing); 0: off")
     p.add_argument("--threads", type=int, default=0, help="control: torch threads (0: torch's choice)")
     p.set_defaults(func=cmd_train)

@@ -146,7 +146,8 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
         else []
     train_grpo(model, tokenizer, tasks, env_for, out / "grpo", settings.grpo,
                on_step=lambda row: notice(f"GRPO step {row['step']}: reward {row['reward']:.2f}, "
-                                          f"accuracy {row['accuracy']:.2f}"))
+                                          f"accuracy {row['accuracy']:.2f}, groups that teach "
+                                          f"{row['spread_kept']}/{row['groups']} ({row['redrawn']} redrawn)"))
     model.save_pretrained(str(out / "adapter"))
     write_gguf_adapter(out / "adapter", base_model, out / "adapter.gguf")  # what the llamacpp backend applies
     steps = [json.loads(line) for line in (out / "grpo" / "steps.jsonl").read_text().splitlines()]

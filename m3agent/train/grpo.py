@@ -5,17 +5,20 @@ GRPO's group) to :class:`ControlRollouts`, which plays whole multi-round episode
 returns the tokens with ``env_mask`` (search results get no gradient) and each episode's reward (the judge's verdict
 plus the configured shaping, :mod:`m3agent.eval.rewards`), the reward TRL's group advantages are computed from.
 Settings follow M3-Agent's recipe where a small CPU run allows (DAPO's clip-higher ``epsilon_high`` 0.28 and
-token-mean loss, no KL by default); every step's reward and accuracy go to ``steps.jsonl`` for the curve.
+token-mean loss, no KL by default, and with ``resample`` its dynamic sampling, :mod:`m3agent.train.dynamic_sampling`);
+every step's reward and accuracy go to ``steps.jsonl`` for the curve.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from m3agent.train.dynamic_sampling import resample_flat_groups
 from m3agent.train.rollouts import ControlRollouts, trl_output
 
 
@@ -34,6 +37,9 @@ class GrpoSettings:
     micro_batch: int = 2
     save_every: int = 5
     seed: int = 42
+    #: DAPO's dynamic sampling: fresh groups a step may draw to replace groups whose episodes all scored alike
+    #: (they teach nothing); 0: off, each group drawn costs about one group's episodes of time
+    resample: int = 0
 
 
 def prompt_key(messages: Sequence[dict]) -> str:
@@ -47,12 +53,12 @@ class StepLog:
     def __init__(self, path: Path):
         self.path = path
 
-    def add(self, rollouts) -> dict:
+    def add(self, rollouts, **extra: Any) -> dict:
         rows = [json.loads(line) for line in self.path.read_text().splitlines()] if self.path.exists() else []
         n = max(len(rollouts), 1)
         row = {"step": len(rows) + 1, "reward": sum(r.reward for r in rollouts) / n,
                "accuracy": sum(bool(r.right) for r in rollouts) / n, "rounds": sum(r.rounds for r in rollouts) / n,
-               "episodes": len(rollouts)}
+               "episodes": len(rollouts), **extra}
         with self.path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(row) + "\n")
         return row
@@ -82,12 +88,16 @@ def train_grpo(model, tokenizer, tasks: Sequence[dict[str, Any]], env_for, out_d
     log = StepLog(out / "steps.jsonl")
 
     def rollout_func(prompts, trainer) -> dict[str, Any]:
-        episodes = rollouts.run(trainer.accelerator.unwrap_model(trainer.model),
-                                [by_prompt[prompt_key(p)] for p in prompts])
-        row = log.add(episodes)
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        episodes = rollouts.run(model, [by_prompt[prompt_key(p)] for p in prompts])
+        step = resample_flat_groups(episodes, settings.generations, settings.resample,
+                                    lambda task: rollouts.run(model, [task] * settings.generations), tasks,
+                                    random.Random(f"{settings.seed}:{trainer.state.global_step}"))
+        row = log.add(step.first, groups=len(episodes) // settings.generations, spread_drawn=step.spread_drawn,
+                      redrawn=step.redrawn, spread_kept=step.spread_kept)
         if on_step:
             on_step(row)
-        return trl_output(episodes)
+        return trl_output(step.episodes)
 
     episodes = settings.prompts_per_step * settings.generations
     micro = max(d for d in range(1, min(settings.micro_batch, episodes) + 1) if episodes % d == 0)

@@ -12,6 +12,8 @@ from m3agent.train.dataset import write_parquet
 def test_train_control_needs_the_train_data_rows(tmp_path, capsys):
     assert main(["train", "control", "--out", str(tmp_path / "run")]) == 2  # a usage error
     assert "needs --data" in capsys.readouterr().err
+    assert main(["train", "control", "--out", str(tmp_path / "run"), "--data", "x", "--resample", "-1"]) == 2
+    assert "--resample must be 0" in capsys.readouterr().err
     rows = [{"prompt": [{"role": "user", "content": "x"}], "agent_name": "m3agent_memory_build",
              "reward_model": {"ground_truth": ""}, "extra_info": {"task": "{}"}}]
     write_parquet(rows, tmp_path / "train.parquet")
@@ -32,7 +34,6 @@ def test_a_control_row_becomes_a_task_with_its_evidence(tmp_path):
     assert task["worked"] == "2 + 3 = 5 plates." and task["answer"] == "Cyril."  # the judge keeps the reference
 
 
-
 def test_a_missing_or_broken_sidecar_is_a_clear_error(tmp_path):
     extra = {"question": "Who?", "video": "w1", "question_id": "w1_Q01", "memory": "/m/w1.db"}
     write_parquet([{"prompt": [{"role": "system", "content": "s"}], "agent_name": "m3agent_control",
@@ -42,6 +43,7 @@ def test_a_missing_or_broken_sidecar_is_a_clear_error(tmp_path):
     (tmp_path / "list.json").write_text("[1, 2]")
     with pytest.raises(ControlTrainingError, match="not a"):
         read_tasks(tmp_path / "train.parquet", None, tmp_path / "list.json")
+
 
 def test_the_curve_is_drawn(tmp_path):
     steps = [{"step": 1, "reward": 0.25, "accuracy": 0.25}, {"step": 2, "reward": 0.5, "accuracy": 0.5}]
@@ -63,8 +65,9 @@ def test_train_control_runs_end_to_end_from_the_command_line_with_shuffled_resul
     assert main(["train", "control", "--data", str(data / "train.parquet"), "--out", str(run),
                  "--evidence", str(worlds / "worlds.evidence.json"), "--worked", str(worlds / "worlds.worked.json"),
                  "--warm-tasks", "2", "--steps", "1", "--prompts", "1", "--generations", "2", "--threads", "2",
-                 "--clip-order", "shuffled"]) == 0
+                 "--clip-order", "shuffled", "--resample", "1"]) == 0
     summary = json.loads((run / "summary.json").read_text())
     assert summary["settings"]["clip_order"] == "shuffled" and len(summary["steps"]) == 1
+    assert summary["settings"]["grpo"]["resample"] == 1 and summary["steps"][0]["redrawn"] <= 1
     assert len(summary["warm_losses"]) == 1 and summary["tasks"] > 0
     assert (run / "adapter.gguf").stat().st_size > 1_000_000 and (run / "curve.png").exists()

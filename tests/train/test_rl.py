@@ -116,10 +116,11 @@ def test_a_warm_start_then_two_grpo_steps_train_the_adapter_and_log_each_step(wo
     assert any(not p.equal(before[n]) for n, p in model.named_parameters() if p.requires_grad)
     tasks = [dict(t, prompt=env_for(t).reset(t)) for t in TASKS]
     assert len({prompt_key(t["prompt"]) for t in tasks}) == 2
-    settings = GrpoSettings(steps=2, prompts_per_step=1, generations=2, max_new_tokens=16, save_every=1)
+    settings = GrpoSettings(steps=2, prompts_per_step=1, generations=2, max_new_tokens=16, save_every=1, resample=1)
     train_grpo(model, tok, tasks, env_for, tmp_path, settings)
     steps = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
-    assert [s["step"] for s in steps] == [1, 2] and all(s["episodes"] == 2 for s in steps)
+    assert [s["step"] for s in steps] == [1, 2] and all(s["episodes"] == 2 and s["groups"] == 1 for s in steps)
+    assert all(s["redrawn"] == (0 if s["spread_drawn"] else 1) for s in steps)  # a flat group is drawn again, once
     assert (tmp_path / "checkpoint-2" / "adapter_config.json").exists()
 
 
