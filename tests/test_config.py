@@ -74,6 +74,7 @@ def test_config_file_missing_a_folder_a_bom_and_errors_naming_the_file(tmp_path)
     ("memorize.perception.text_min_score=1.5", r"text_min_score must be <= 1 \(got 1.5\)"),
     ("memorize.perception.text_frames=-1", r"text_frames must be >= 0 \(got -1\)"),
     ("memorize.perception.text_detect_side=0", r"text_detect_side must be > 0"),
+    ("memorize.perception.asr_beam_size=0", r"asr_beam_size must be > 0 \(got 0\)"),
     ("memorize.perception.clip_seconds=0", r"memorize.perception.clip_seconds must be > 0 \(got 0\)"),
     ("memorize.perception.clip_seconds=-30", r"clip_seconds must be > 0 \(got -30\)"),
     ("memorize.perception.fps=nan", r"memorize.perception.fps must be a finite number \(got nan\)"),

@@ -21,7 +21,7 @@ class FasterWhisperASR(ASRBackend):
     name = "faster-whisper"
 
     def __init__(self, model: str = "", device: str = "cpu", compute_type: str = "int8", language: str | None = "en",
-                 beam_size: int = 1, cpu_threads: int = 2, vad_filter: bool = True, workers: int = 1):
+                 beam_size: int = 5, cpu_threads: int = 2, vad_filter: bool = True, workers: int = 1):
         from faster_whisper import WhisperModel
 
         path = str(bundled_whisper_dir()) if not model else model
@@ -36,6 +36,11 @@ class FasterWhisperASR(ASRBackend):
         self.concurrency = workers
         self.language, self.beam_size, self.vad_filter = language, beam_size, vad_filter
         self.model_name = "tiny.en" if not model else Path(model).name
+
+    @classmethod
+    def from_config(cls, config) -> FasterWhisperASR:
+        return cls(model=config.asr_model, device=config.device, language=config.asr_language or None,
+                   beam_size=config.asr_beam_size)
 
     def transcribe(self, audio: np.ndarray, sample_rate: int = 16_000) -> list[Segment]:
         return self.transcribe_many([audio], sample_rate)[0]
