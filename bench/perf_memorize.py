@@ -158,7 +158,8 @@ def run(minutes: float, repeat: int = 3) -> dict:
     whole_report = memorize_video(tmp / "episode.mp4", graph, whole, memorizer, config.memorize)
     graph.close()
     return {"face_backend": pc.face_backend, "voice_backend": pc.voice_backend, "max_side": pc.max_side,
-            "video_seconds": report.duration, "render_s": render_s, "model_load_s": load_s, "repeat": repeat,
+            "asr_beam_size": pc.asr_beam_size, "video_seconds": report.duration, "render_s": render_s,
+            "model_load_s": load_s, "repeat": repeat,
             "all_seconds": [round(r[0], 2) for r in runs], **report.to_dict(), **pure,
             "whole_frames": {"realtime_factor": whole_report.realtime_factor, "seconds": whole_report.seconds,
                              "faces_s": whole_report.stage_seconds.get("faces", 0.0)}, "text": text}
@@ -196,7 +197,7 @@ def render(r: dict, previous: str = "") -> str:
 
 Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python -m bench.perf_memorize --write docs/BENCHMARKS.md`.
 Python {platform.python_version()}; embedded stack: {faces}, {r.get('voice_backend', 'campp')} voices, Silero VAD + Whisper
-tiny.en (int8, two threads, two clips' speech in one window where it fits), MiniLM text embeddings; 1 fps, 30-s clips, frames decoded at most {r.get('max_side', 960)} px.
+tiny.en (int8, {r.get('asr_beam_size', 1)} beam(s), two threads, two clips' speech in one window where it fits), MiniLM text embeddings; 1 fps, 30-s clips, frames decoded at most {r.get('max_side', 960)} px.
 
 Video: {minutes:.1f} min of 1280x720 H.264 rendered from the fixture script ({r['people']} people, real photos,
 espeak-ng voices). Models load once in {r['model_load_s']:.1f} s (not counted below).
