@@ -18,7 +18,6 @@ import time
 from datetime import date
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 CLIP_SECONDS = 30.0
 NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
                 "sixteen seventeen eighteen nineteen twenty").split()
@@ -96,7 +95,7 @@ def render(r: dict) -> str:
 
     rows = "\n".join(f"| {beam} | {b['errors'] / b['words']:.1%} ({b['errors']}/{b['words']}) | {b['seconds']:.1f} s "
                      f"| {r['speech_seconds'] / b['seconds']:.0f}x |" for beam, b in r["beams"].items())
-    first = next(iter(r["beams"].values()))
+    beam, first = next(iter(r["beams"].items()))
     examples = "\n".join(f"- {name}: \"{ref}\" heard as \"{heard}\"" for name, ref, heard in first["misheard"][:4])
     return f"""Machine: {machine()}. Date: {date.today().isoformat()}. Command: `python -m bench.perf_asr --write docs/BENCHMARKS.md`.
 
@@ -108,7 +107,7 @@ the lines' words; time for the whole audio, and audio seconds per second of it.
 |---|---|---|---|
 {rows}
 
-Some of what the default (beam 1) mishears:
+Some of what beam size {beam} mishears:
 {examples}
 """
 

@@ -20,3 +20,13 @@ def test_the_configured_beam_size_reaches_whisper():
 
     assert FasterWhisperASR.from_config(PerceptionConfig()).beam_size == 5
     assert FasterWhisperASR.from_config(PerceptionConfig(asr_beam_size=1)).beam_size == 1
+
+
+def test_the_section_gives_each_beam_its_error_rate_and_speed():
+    from bench.perf_asr import render
+
+    beams = {1: {"errors": 6, "words": 60, "seconds": 2.0, "misheard": [("v", "a red umbrella", "Redumbrella")]},
+             5: {"errors": 3, "words": 60, "seconds": 4.0, "misheard": []}}
+    section = render({"videos": ["v"], "speech_seconds": 100.0, "beams": beams})
+    assert "| 1 | 10.0% (6/60) | 2.0 s | 50x |" in section and "| 5 | 5.0% (3/60) | 4.0 s | 25x |" in section
+    assert 'beam size 1 mishears:\n- v: "a red umbrella" heard as "Redumbrella"' in section
