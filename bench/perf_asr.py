@@ -65,11 +65,12 @@ def clips_of(video: Path) -> tuple[list, list[str]]:
 def run(beams: list[int]) -> dict:
     from tqdm import tqdm
 
+    from m3agent.media.clips import SAMPLE_RATE
     from m3agent.perception.asr.faster_whisper import FasterWhisperASR
 
     with tempfile.TemporaryDirectory() as tmp:
         data = [(video.stem, *clips_of(video)) for video in episodes(Path(tmp))]
-    seconds_of_speech = sum(len(a) for _, audio, _ in data for a in audio) / 16_000
+    seconds_of_speech = sum(len(a) for _, audio, _ in data for a in audio) / SAMPLE_RATE
     results = {}
     for beam in beams:
         asr = FasterWhisperASR(beam_size=beam)

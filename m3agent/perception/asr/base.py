@@ -22,7 +22,12 @@ class ASRBackend(ABC):
     @classmethod
     def from_config(cls, config) -> ASRBackend:
         """Build from :class:`m3agent.config.PerceptionConfig`."""
-        return cls(model=config.asr_model, device=config.device, language=config.asr_language or None)
+        return cls(**cls.settings(config))
+
+    @classmethod
+    def settings(cls, config) -> dict:
+        """The constructor's arguments from the config; a backend with more settings adds its own."""
+        return {"model": config.asr_model, "device": config.device, "language": config.asr_language or None}
 
     @abstractmethod
     def transcribe(self, audio: np.ndarray, sample_rate: int = 16_000) -> list[Segment]: ...

@@ -38,9 +38,8 @@ class FasterWhisperASR(ASRBackend):
         self.model_name = "tiny.en" if not model else Path(model).name
 
     @classmethod
-    def from_config(cls, config) -> FasterWhisperASR:
-        return cls(model=config.asr_model, device=config.device, language=config.asr_language or None,
-                   beam_size=config.asr_beam_size)
+    def settings(cls, config) -> dict:
+        return super().settings(config) | {"beam_size": config.asr_beam_size}
 
     def transcribe(self, audio: np.ndarray, sample_rate: int = 16_000) -> list[Segment]:
         return self.transcribe_many([audio], sample_rate)[0]
