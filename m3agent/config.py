@@ -70,6 +70,9 @@ class SearchConfig:
     rrf_k: int = 60  # reciprocal-rank fusion: a line ranked r adds 1 / (rrf_k + r)
     lexical_top: int = 20  # lexical candidates per search
     lexical_postings: int = 1000  # lines BM25 may score per search (rarest query words first)
+    #: a lesson shown to the control model scores at least this against the question (it is about that question);
+    #: None: the embedder's lesson_threshold
+    lesson_threshold: float | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,9 @@ class ControlConfig:
     temperature: float = 0.0
     seed_search: bool = True  # search the question itself before round 1 (M3-Agent starts with no evidence)
     lessons: int = 3  # procedural lines (feedback learned earlier) shown with the question; 0: none
+    #: show only lessons about the question asked (memory.search.lesson_threshold), not the nearest others: a
+    #: lesson's answer is copied, and another question's answer is wrong here
+    lesson_gate: bool = True
     batch_size: int = 16  # questions `m3agent qa` moves through their rounds together
     #: the bundled SmolLM2 with the adapter ``m3agent train control`` trained (``chat.adapter=`` for the model alone)
     chat: ChatConfig = field(default_factory=lambda: ChatConfig(adapter=BUNDLED_ADAPTER))
@@ -424,7 +430,7 @@ _POSITIVE = {
     MemoryBuildConfig: {"chunk_records", "core_chars", "line_chars", "max_calls", "search_lines", "max_search_lines",
                         "max_tokens", "answer_lines"},
 }
-_SIGNED = {SearchConfig: {"threshold"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"seed"}}
+_SIGNED = {SearchConfig: {"threshold", "lesson_threshold"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"seed"}}
 _AT_MOST_ONE = {IndexConfig: {"target_recall"}, PerceptionConfig: {"text_min_score"}, MemoryConfig: {"reinforce_cosine"}, ChatConfig: {"gpu_memory"},
                 JudgeConfig: {"f1"}, TrainConfig: {"val_fraction"}}
 

@@ -104,14 +104,13 @@ def write_section(results: Path, summaries: dict[str, Path], plot: Path | None) 
 
 def write_feedback_section(results: Path, runs: dict[str, dict]) -> None:
     """Replace the feedback section of ``results`` (between its markers) with these runs' comparison."""
-    rows = ["| run | later questions: without / with feedback memory | second half: without / with | lessons | "
-            "corrections |", "|---|---|---|---|---|"]
+    parts = ("later questions", "second half", "asked again")
+    rows = ["| run | later questions: without / with feedback memory | second half: without / with | every question "
+            "asked again: without / with | lessons | corrections |", "|---|---|---|---|---|---|"]
     for label, r in runs.items():
-        cells = []
-        for part in ("later questions", "second half"):
-            a, b = r[part]["without"], r[part]["with"]
-            cells.append(f"{a['correct']}/{a['questions']} / {b['correct']}/{b['questions']}")
-        rows.append(f"| {label} | {cells[0]} | {cells[1]} | {r['lessons stored']} | {r['corrections']} |")
+        cells = [f"{r[part]['without']['correct']}/{r[part]['without']['questions']} / "
+                 f"{r[part]['with']['correct']}/{r[part]['with']['questions']}" if part in r else "-" for part in parts]
+        rows.append(f"| {label} | {' | '.join(cells)} | {r['lessons stored']} | {r['corrections']} |")
     replace_block(results, "m3mini-feedback", "\n".join(rows))
 
 

@@ -67,7 +67,8 @@ class Memory(Protocol):
 
     def characters(self, video_id: int, before_clip: int | None = None) -> CharacterMap: ...
 
-    def lessons(self, video_id: int, query: str, k: int, before_clip: int | None = None) -> list[str]: ...
+    def lessons(self, video_id: int, query: str, k: int, before_clip: int | None = None, *,
+                gated: bool = False) -> list[str]: ...
 
 
 @dataclass
@@ -127,7 +128,8 @@ class ControlStep:
                 raise
             return QuestionState(question, -1, [], error=str(exc))
         if lessons is None:
-            lessons = self.memory.lessons(video_id, question.text, self.config.lessons, question.before_clip)
+            lessons = self.memory.lessons(video_id, question.text, self.config.lessons, question.before_clip,
+                                          gated=self.config.lesson_gate)
         if lessons:
             system += "\n\n" + load_prompt("control_lessons").format(lessons="\n".join(f"- {x}" for x in lessons))
         state = QuestionState(question, video_id, [{"role": "system", "content": system}],

@@ -10,7 +10,10 @@ action model's dislike probability, or ``bench.feedback_correction``), and the l
 (:func:`m3agent.eval.feedback.lesson_text`) is stored as a procedural line at the question's clip, so
 later questions see it (``control.lessons``). The comparison (``OUT/feedback.md``, ``feedback.json``):
 accuracy on the later questions (all but each video's first) and on the second half of each video's
-questions (the first half only gives feedback), with and without that memory.
+questions (the first half only gives feedback), with and without that memory. **Asked again**: then every question
+is asked once more at its own clip, with every lesson of the "with" pass in memory (``OUT/again``), as a user
+returns to what they asked and corrected; its "without" is the plain pass, which is what a memory without feedback
+answers again.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from m3agent.jobs.m3bench import (
 )
 
 FEEDBACK_SEED = 42
-OWN_NAMES = frozenset({"without", "with", "feedback.json", "feedback.md"})
+OWN_NAMES = frozenset({"without", "with", "again", "feedback.json", "feedback.md"})
 
 
 def asking_order(items: Sequence[BenchItem]) -> dict[str, list[BenchItem]]:
@@ -93,19 +96,23 @@ def working_copy(source: Path, target: Path) -> Path:
     return target
 
 
-def run_with_feedback(items: Sequence[BenchItem], setup: BenchSetup, correction_rate: float | None) -> list[dict]:
-    """The "with" pass; returns its records in asking order."""
+def run_with_feedback(items: Sequence[BenchItem], setup: BenchSetup, correction_rate: float | None, *,
+                      again: bool = False) -> list[dict]:
+    """The "with" pass (each answer judged and its lesson stored before the next question), or with ``again`` the
+    "asked again" pass over the lessons it left (all of a video's questions at once, nothing stored); returns its
+    records in asking order."""
     from m3agent.control import Question
 
-    out = setup.out / "with"
+    out = setup.out / ("again" if again else "with")
     private_dir(out)
     results = ResultsFile(out / "results.jsonl", {"id", "video", "question", "verdict"}, "m3agent bench --feedback")
     done = results.load()
+    finished = (lambda r: "stage" not in r) if again else (lambda r: bool(r.get("feedback")))
     order = asking_order(items)
     with results.appender() as sink:
         writer = _Writer(sink, setup.progress)
         for video, group in order.items():
-            todo = [i for i in group if not (done.get(i.id) or {}).get("feedback")]
+            todo = [i for i in group if not finished(done.get(i.id) or {"stage": "none"})]
             if not todo:
                 continue
             if setup.progress:
@@ -113,7 +120,7 @@ def run_with_feedback(items: Sequence[BenchItem], setup: BenchSetup, correction_
             plan = ready_memory(video, todo, setup, writer)
             if plan is None:
                 continue
-            db = working_copy(plan.db, out / "memories" / plan.db.name)
+            db = working_copy(plan.db, setup.out / "with" / "memories" / plan.db.name)
             with setup.open_memory(db) as graph:
                 videos = graph.videos()
                 stored = videos[0] if len(videos) == 1 else graph.resolve_video(plan.video)
@@ -124,16 +131,22 @@ def run_with_feedback(items: Sequence[BenchItem], setup: BenchSetup, correction_
                 for item in todo:
                     if item.problem:
                         writer.write(_failed(item, "annotation", item.problem))
-                        continue
-                    text = choice_prompt(item) if item.multiple_choice else item.question
-                    answer = controller.answer_many([Question(text, item.before_clip, video_id)])[0]
-                    record = {**_base(item), **_answer_fields(answer), "verdict": None}
-                    if answer.error:
+                ask = [i for i in todo if not i.problem]
+                for batch in [ask] if again else [[i] for i in ask]:
+                    answers = controller.answer_many([Question(choice_prompt(i) if i.multiple_choice else i.question,
+                                                               i.before_clip, video_id) for i in batch])
+                    pairs = [(i, {**_base(i), **_answer_fields(a), "verdict": None}) for i, a in zip(batch, answers)]
+                    for record in (r for _, r in pairs if r["error"]):
                         writer.write({**record, "stage": "answer"})
-                        continue
                     judged: list[dict] = []
-                    _judge_and_write([(item, record)], setup, _Collect(judged))
-                    record = judged[0]
+                    _judge_and_write([(i, r) for i, r in pairs if not r["error"]], setup, _Collect(judged))
+                    if again:
+                        for record in judged:
+                            writer.write(record)
+                        continue
+                    if not judged:
+                        continue
+                    item, record = batch[0], judged[0]
                     feedback = react(item, record, correction_rate)
                     if feedback["lesson"]:
                         clip = item.before_clip if item.before_clip is not None else last_clip
@@ -153,9 +166,11 @@ class _Collect:
         self.into.append(record)
 
 
-def compare(items: Sequence[BenchItem], without: dict[str, dict], with_: dict[str, dict]) -> dict:
+def compare(items: Sequence[BenchItem], without: dict[str, dict], with_: dict[str, dict],
+            again: dict[str, dict] | None = None) -> dict:
     """Accuracy with and without feedback memory on the later questions and on each video's second half, in the
-    order the "with" pass asked them (its records carry ``before_clip`` in the clips of each video's memory)."""
+    order the "with" pass asked them (its records carry ``before_clip`` in the clips of each video's memory), and
+    on every question asked again (``again``: that pass's records)."""
     asked = [dataclasses.replace(i, before_clip=with_[i.id]["before_clip"]) if "before_clip" in with_.get(i.id, {})
              else i for i in items]
     later, second = [], []
@@ -167,8 +182,11 @@ def compare(items: Sequence[BenchItem], without: dict[str, dict], with_: dict[st
         return {"questions": len(ids), "correct": sum(is_correct(records.get(i, {})) for i in ids),
                 "accuracy": round(sum(is_correct(records.get(i, {})) for i in ids) / len(ids), 4) if ids else None}
 
+    everyone = [i.id for group in asking_order(asked).values() for i in group]
     return {"later questions": {"without": accuracy(later, without), "with": accuracy(later, with_)},
             "second half": {"without": accuracy(second, without), "with": accuracy(second, with_)},
+            **({"asked again": {"without": accuracy(everyone, without), "with": accuracy(everyone, again)}}
+               if again is not None else {}),
             "lessons stored": sum(1 for r in with_.values() if (r.get("feedback") or {}).get("lesson")),
             "corrections": sum(1 for r in with_.values() if (r.get("feedback") or {}).get("corrected"))}
 
@@ -183,10 +201,10 @@ def run_feedback_bench(items: Sequence[BenchItem], setup: BenchSetup, *, benchma
     run_bench(items, dataclasses.replace(setup, out=setup.out / "without", config=plain, _built=setup._built),
               benchmark=benchmark + " (without feedback)", context=context)
     without = {r["id"]: r for r in ResultsFile(setup.out / "without" / "results.jsonl", {"id"}, "m3agent bench").load().values()}
-    with_records = run_with_feedback(items, setup, correction_rate)
-    with_ = {r["id"]: r for r in with_records}
+    with_ = {r["id"]: r for r in run_with_feedback(items, setup, correction_rate)}
+    again = {r["id"]: r for r in run_with_feedback(items, setup, correction_rate, again=True)}
     summary = {"benchmark": benchmark, "correction_rate": "the action model's" if correction_rate is None
-               else correction_rate, **compare(items, without, with_), "context": context or {}}
+               else correction_rate, **compare(items, without, with_, again), "context": context or {}}
     write_text(setup.out / "feedback.json", json.dumps(summary, indent=1, ensure_ascii=False))
     write_text(setup.out / "feedback.md", feedback_markdown(summary))
     return summary
@@ -205,7 +223,9 @@ def feedback_markdown(summary: dict) -> str:
     lines += ["", f"Corrections drawn with {summary['correction_rate']} probability; "
               f"{summary['lessons stored']} lessons stored, {summary['corrections']} corrections.", "",
               "| questions | without feedback memory | with it |", "|---|---|---|"]
-    for part in ("later questions", "second half"):
+    for part in ("later questions", "second half", "asked again"):
+        if part not in summary:
+            continue
         a, b = summary[part]["without"], summary[part]["with"]
         lines.append(f"| {part} ({a['questions']}) | {a['correct']}/{a['questions']} = {a['accuracy']} | "
                      f"{b['correct']}/{b['questions']} = {b['accuracy']} |")

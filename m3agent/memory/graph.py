@@ -416,17 +416,33 @@ class MemoryGraph:
                             embedder.relevance_threshold, self._lexical)
         return search_memory(ctx, query, **kwargs)
 
-    def lessons(self, video_id: int, query: str, k: int, before_clip: int | None = None) -> list[str]:
-        """Up to ``k`` procedural lines of a video (feedback learned before ``before_clip``) for ``query``;
-        nothing is embedded when the video has none."""
+    @property
+    def lesson_threshold(self) -> float:
+        """The score at which a lesson is about the question asked: ``memory.search.lesson_threshold``, else the
+        embedder's."""
+        if self.config.search.lesson_threshold is not None:
+            return self.config.search.lesson_threshold
+        embedder = self.embedder_required()
+        return embedder.relevance_threshold if embedder.lesson_threshold is None else embedder.lesson_threshold
+
+    def lessons(self, video_id: int, query: str, k: int, before_clip: int | None = None, *,
+                gated: bool = False) -> list[str]:
+        """Up to ``k`` procedural lines of a video (feedback learned before ``before_clip``) for ``query``, best
+        first; ``gated``: only those about ``query`` (:attr:`lesson_threshold`), not merely the nearest. Nothing is
+        embedded when the video has none."""
         if k <= 0:
             return []
         self.refresh()
         held = self.vectors.videos.get(video_id)
         if held is None or int(NodeKind.PROCEDURAL) not in held.kinds_present:
             return []
-        found = self.search(query, video=video_id, lines=k, before_clip=before_clip, kinds=[NodeKind.PROCEDURAL])
-        return [line["text"] for line in found.lines]
+        wanted = max(4 * k, 12) if gated else k  # fused ranking may put a lesson that only shares words first
+        found = self.search(query, video=video_id, lines=wanted, before_clip=before_clip,
+                            kinds=[NodeKind.PROCEDURAL]).lines
+        if gated:
+            least = self.lesson_threshold
+            found = [line for line in found if line["score"] >= least]
+        return [line["text"] for line in found[:k]]
 
     # ------------------------------------------------------------------ forgetting
     def forget(self, video_id: int, character: int | str, *, keep_mentions: bool = False,

@@ -185,3 +185,14 @@ def test_search_results_show_names_memory_knows_and_ids_of_people_it_does_not(ki
     assert f"- <character_{bob}> plays guitar on the sofa" in shown
     raw = [line for lines in state.notes.values() for line in lines]
     assert f"<character_{a}> and <character_{bob}> talk about the concert" in raw  # the notes keep the ids
+
+
+@pytest.mark.parametrize("gate", [True, False])
+def test_the_question_is_shown_the_lessons_memory_finds_about_it(kitchen, gate):
+    own = 'Asked "Is the fridge full?", the answer "Yes." was wrong; the user corrected it: "No, it is empty.".'
+    other = 'Asked "Who plays guitar on the sofa?", the answer "Alice." was wrong; the user corrected it: "Bob.".'
+    for text in (own, other):
+        kitchen.remember_lesson(kitchen.video, 1, text)
+    system = ControlStep(kitchen, ControlConfig(lesson_gate=gate)).start(Question("Is the fridge full?"))
+    shown = system.messages[0]["content"]
+    assert own in shown and (other in shown) is not gate  # control.lesson_gate=false: the nearest, as they come

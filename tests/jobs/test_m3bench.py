@@ -227,14 +227,20 @@ def test_feedback_is_kept_as_procedural_memory_and_helps_later_questions(tmp_pat
     assert result["later questions"]["with"]["correct"] == 2  # and the fridge, corrected before
     assert result["lessons stored"] == 3 and result["corrections"] == 1
     assert "| later questions (2) | 1/2 = 0.5 | 2/2 = 1.0 |" in (tmp_path / "out" / "feedback.md").read_text()
+    # asked again with every lesson in memory: the first fridge question too now, from its own correction
+    assert result["asked again"] == {"without": {"questions": 3, "correct": 1, "accuracy": 0.3333},
+                                     "with": {"questions": 3, "correct": 3, "accuracy": 1.0}}
+    assert "| asked again (3) | 1/3 = 0.3333 | 3/3 = 1.0 |" in (tmp_path / "out" / "feedback.md").read_text()
+    again_records = load_results(tmp_path / "out" / "again")
+    assert all("feedback" not in r for r in again_records.values()) and len(again_records) == 3
     with MemoryGraph.open(tmp_path / "out" / "with" / "memories" / "kitchen.db", readonly=True) as graph:
         assert graph.store.counts()["nodes"]["procedural"] == 3
     with MemoryGraph.open(db_path, readonly=True) as original:
         assert original.store.counts()["nodes"]["procedural"] == 0  # the benchmark's memory is not written
 
-    calls = len(chat.calls)  # both passes resume: nothing is asked again
-    again = run_feedback_bench(items, setup, benchmark="kitchen", correction_rate=1.0)
-    assert len(chat.calls) == calls and again["later questions"] == result["later questions"]
+    calls = len(chat.calls)  # every pass resumes: nothing is asked again
+    rerun = run_feedback_bench(items, setup, benchmark="kitchen", correction_rate=1.0)
+    assert len(chat.calls) == calls and rerun == result
 
 
 # ------------------------------------------------------------------------------------------------ the run folder

@@ -217,3 +217,25 @@ def test_a_record_that_states_a_name_names_the_character_as_of_its_session(db_pa
         video = graph.resolve_video("harbour").id
         assert graph.names(video) == {2: "Olga"}  # a text source's episodic line, read like a video's semantic one
         assert graph.names(video, before_clip=0) == {}  # not yet said in session 0
+
+
+def test_gated_lessons_are_only_those_about_the_question(kitchen):
+    import dataclasses
+
+    own = 'Asked "Is the fridge full?", the answer "Yes." was wrong; the user corrected it: "No, it is empty.".'
+    other = 'Asked "Who plays guitar on the sofa?", the answer "Alice." was wrong; the user corrected it: "Bob.".'
+    for text in (own, other):
+        kitchen.remember_lesson(kitchen.video, 1, text)
+    question = "Is the fridge full?"
+    assert set(kitchen.lessons(kitchen.video, question, 3)) == {own, other}  # the nearest, whatever they ask
+    scores = {line["text"]: line["score"]
+              for line in kitchen.search(question, lines=5, kinds=[NodeKind.PROCEDURAL]).lines}
+    assert scores[own] >= kitchen.lesson_threshold > scores[other]
+    assert kitchen.lessons(kitchen.video, question, 3, gated=True) == [own]
+    assert kitchen.lessons(kitchen.video, question, 3, gated=True, before_clip=0) == []  # learned at clip 1
+    assert kitchen.lessons(kitchen.video, "Which plants need water?", 3, gated=True) == []
+
+    kitchen.config = dataclasses.replace(kitchen.config, search=dataclasses.replace(
+        kitchen.config.search, lesson_threshold=float(min(scores.values())) - 0.01))  # memory.search.lesson_threshold
+    assert kitchen.lesson_threshold < scores[other]
+    assert set(kitchen.lessons(kitchen.video, question, 3, gated=True)) == {own, other}

@@ -17,7 +17,6 @@ from m3agent.errors import M3AgentError
 from m3agent.eval.memorybench.datasets import dataset_info
 from m3agent.eval.memorybench.records import MBRecord, load_corpus
 from m3agent.memory.graph import MemoryGraph
-from m3agent.memory.model import NodeKind
 from m3agent.memory.text_sources import TextRecord
 from m3agent.models.llm.base import ChatModel
 
@@ -133,8 +132,7 @@ class MemorySystem:
             found = self.graph.search(question, video=source, lines=self.top_k, retrieval=self.spec.retrieval)
             lines += [hit["text"] for hit in found.lines]
             if self.spec.procedural and source == DIALOGS:
-                taught = self.graph.search(question, video=source, lines=self.lessons, kinds=[NodeKind.PROCEDURAL])
-                lessons += [hit["text"] for hit in taught.lines]
+                lessons += self.graph.lessons(self.graph.resolve_video(source).id, question, self.lessons)
         return lines, lessons
 
     def answer(self, record: MBRecord, chat: ChatModel, history: Sequence[dict] = ()) -> tuple[str, dict]:

@@ -21,6 +21,9 @@ class TextEmbedder(ABC):
     #: the clip-score threshold search uses unless ``memory.search.threshold`` is set: where related
     #: texts start, which depends on the model (M3-Agent's 0.5 suits OpenAI's text-embedding-3-large)
     relevance_threshold: float = 0.5
+    #: the score at which a feedback lesson is about the question asked, not only related to it (its answer may
+    #: be copied); None: ``relevance_threshold``, for an embedder nobody calibrated (see bench/lesson_gate.py)
+    lesson_threshold: float | None = None
 
     @classmethod
     def from_config(cls, config: EmbedderConfig) -> TextEmbedder:

@@ -27,6 +27,10 @@ BUNDLED_NAME = "all-MiniLM-L6-v2"
 #: all-MiniLM-L6-v2 scores lower than large embedders: 0.24 is the 99th percentile of its cosine between
 #: real M3-Bench questions and 5,000 unrelated sentences (bench/corpus.py), so 0.25 keeps what is likely related.
 MINILM_RELEVANCE = 0.25
+#: A lesson (``Asked "...", the answer ... was wrong; the user corrected it: ...``) scores at least 0.54 against its
+#: own question in 99% of real M3-Bench questions, and as much against another question of the same video (another
+#: answer) in 1.5% of pairs at 0.55, where the two errors are about equal (bench/lesson_gate.py).
+MINILM_LESSON_RELEVANCE = 0.55
 
 
 def bundled_model_dir() -> Path:
@@ -61,6 +65,7 @@ class SentenceTransformerEmbedder(TextEmbedder):
         self.single_thread_texts = single_thread_texts if device == "cpu" else 0
         if self.name == BUNDLED_NAME:
             self.relevance_threshold = MINILM_RELEVANCE
+            self.lesson_threshold = MINILM_LESSON_RELEVANCE
 
     @classmethod
     def from_config(cls, config) -> SentenceTransformerEmbedder:
