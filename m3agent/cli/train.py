@@ -39,7 +39,7 @@ def cmd_train(args, config: Config) -> int:
 
     plan = ControlTraining()
     plan = replace(plan, warm_tasks=args.warm_tasks, threads=args.threads, lessons=args.lessons,
-                   clip_order=args.clip_order,
+                   clip_order=args.clip_order, from_adapter=args.from_adapter,
                    grpo=replace(plan.grpo, steps=args.steps, generations=args.generations,
                                 prompts_per_step=args.prompts, learning_rate=args.lr, seed=args.seed,
                                 resample=args.resample))
@@ -94,6 +94,8 @@ def add_commands(sub) -> None:
     p.add_argument("--clip-order", choices=list(CLIP_ORDERS), default="search",
                    help="control: search results shown in the search's order while training (as in use) or "
                         "shuffled, so the model reads the lines rather than learning where the answer usually is")
+    p.add_argument("--from-adapter", default="", metavar="PATH",
+                   help="control: go on training this PEFT adapter (\"bundled\": the shipped one) instead of a new one")
     p.add_argument("--steps", type=int, default=40, help="control: GRPO steps")
     p.add_argument("--prompts", type=int, default=2, help="control: questions a GRPO step")
     p.add_argument("--generations", type=int, default=4, help="control: episodes a question (GRPO's group)")

@@ -1,4 +1,5 @@
-"""The order search results are shown in while training: the search's (as in use), or shuffled.
+"""What a training environment's searches show: results in the search's order (as in use) or shuffled, and
+without the clips a task hides.
 
 Two adapters trained on results in a fixed order learned where to look instead of what to read: one trained on
 the video's order answered from the last clip shown, one trained on the search's order from the first, whatever
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Iterable
 from typing import Any
 
 CLIP_ORDERS = ("search", "shuffled")
@@ -35,8 +37,26 @@ class ShuffledClips:
         return getattr(self._memory, name)
 
 
-def shown_in_order(memory: Any, order: str, seed: int) -> Any:
-    """``memory`` as a training environment searches it for ``order`` (:data:`CLIP_ORDERS`)."""
+class HiddenClips:
+    """``memory`` whose searches never show ``clips`` (a task's evidence, hidden so that only a lesson answers it:
+    :mod:`m3agent.train.lessons`). Everything else is ``memory``'s."""
+
+    def __init__(self, memory: Any, clips: Iterable[int]):
+        self._memory, self._hidden = memory, frozenset(int(c) for c in clips)
+
+    def search(self, query: str, **kwargs: Any):
+        result = self._memory.search(query, **kwargs)
+        return dataclasses.replace(result, clips=[c for c in result.clips if c.id not in self._hidden],
+                                   lines=[x for x in result.lines if x.get("clip") not in self._hidden])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)
+
+
+def shown_in_order(memory: Any, order: str, seed: int, hidden: Iterable[int] = ()) -> Any:
+    """``memory`` as a training environment searches it for ``order`` (:data:`CLIP_ORDERS`), without the
+    ``hidden`` clips."""
     if order not in CLIP_ORDERS:
         raise ValueError(f"unknown clip order {order!r}; one of {', '.join(CLIP_ORDERS)}")
+    memory = HiddenClips(memory, hidden) if hidden else memory
     return ShuffledClips(memory, seed) if order == "shuffled" else memory

@@ -43,9 +43,24 @@ class ControlTraining:
     rounds: int = 3  # control rounds an episode may take while training (inference keeps control.max_rounds)
     #: the order search results are shown in while training (:mod:`m3agent.train.clip_order`); in use, the search's
     clip_order: str = "search"
+    #: an adapter to go on training (a PEFT folder, or "bundled": the shipped one) instead of a new one
+    from_adapter: str = ""
     grpo: GrpoSettings = field(default_factory=GrpoSettings)
     lora: LoraSettings = field(default_factory=LoraSettings)
     threads: int = 0
+
+
+def starting_adapter(adapter: str) -> str | None:
+    """The PEFT folder a run starts from: ``adapter``, the shipped one for "bundled", or None for a new adapter."""
+    if not adapter:
+        return None
+    from m3agent.config import BUNDLED_ADAPTER
+    from m3agent.models.bundled import chat_adapter
+
+    path = chat_adapter(adapter, "", "peft") if adapter == BUNDLED_ADAPTER else adapter
+    if not (Path(path) / "adapter_config.json").is_file():
+        raise ControlTrainingError(f"--from-adapter {adapter}: no PEFT adapter there (adapter_config.json)")
+    return path
 
 
 def read_tasks(data: str | Path, evidence: str | Path | None = None,
@@ -113,8 +128,8 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     shelf = MemoryShelf(config)
 
     def env_for(task: dict[str, Any]):
-        return factory.build_env(config, "control",
-                                 memory=shown_in_order(shelf.get(task["memory"]), settings.clip_order, settings.grpo.seed))
+        return factory.build_env(config, "control", memory=shown_in_order(
+            shelf.get(task["memory"]), settings.clip_order, settings.grpo.seed, task.get("hidden") or ()))
 
     for task in tasks:  # the prompt as this run's environment starts it (the rows may carry another round count)
         task["prompt"] = env_for(task).reset(task)
@@ -126,7 +141,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
         model = with_adapter(model, settings.lora, warm_dir)
         notice(f"warm start: kept from {warm_dir}")
     else:
-        model = with_adapter(model, settings.lora)
+        model = with_adapter(model, settings.lora, starting_adapter(settings.from_adapter))
         picked = random.Random(settings.grpo.seed).sample(tasks, min(settings.warm_tasks, len(tasks)))
         gold = ControlRollouts(tokenizer, env_for).replay(picked, gold_reply)
         notice(f"warm start: {len(gold)} gold episodes, {sum(bool(g.right) for g in gold)} judged right")

@@ -8,8 +8,9 @@ round whatever happens. A task names its evidence clips (``evidence``) and may g
 
 Without such a query the gold policy searches the question again, if that would bring a missing evidence clip
 (asking memory the way the environment will): so a question about what holds *now* learns to search again for
-the later clip instead of answering from the first notes. (Search results show people by the names memory knows,
-so no round goes to looking a name up.)
+the later clip instead of answering from the first notes. A question the user corrected before (a lesson about it,
+``corrected``) is answered with the correction at once: the user knows, whatever the notes say. (Search results
+show people by the names memory knows, so no round goes to looking a name up.)
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def gold_reply(env: ControlEnv, task: dict[str, Any]) -> str:
     state = env.state
     shown = set(state.notes) if state is not None else set()
     missing = [int(c) for c in task.get("evidence") or () if int(c) not in shown]
-    if not missing or env.round >= env.rounds or state is None:
+    if not missing or task.get("corrected") or env.round >= env.rounds or state is None:
         return f"Action: [Answer]\nContent: {task.get('worked') or task['answer']}"
     queries = {int(k): v for k, v in (task.get("evidence_queries") or {}).items()}
     given = [queries[c] for c in missing if queries.get(c)]

@@ -7,6 +7,11 @@ world's other questions would have left (a wrong answer, corrected), and now and
 question: the reward then pays for answering from the notes, or from a lesson only when it is about this question.
 The lessons are those of the questions most like the task's, as memory's search picks them for a real question
 (two questions "... according to the text?" look alike and ask different things): the hard case, not a random one.
+
+A lesson about the task's own question agrees with memory (its correction is the reference answer), so by itself it
+teaches nothing a model reading memory does not already do; in use a correction comes exactly where memory misled
+the model. So half the tasks that get one hide their evidence clips from search (``hidden``): the notes then hold
+no answer, and only the user's correction earns the reward.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from m3agent.eval.judge import normalized_tokens
 from m3agent.eval.overlap import overlap_f1
 
 OWN_SHARE = 0.25  # of the tasks given lessons, those whose lessons include one about their own question
+HIDDEN_SHARE = 0.5  # of those, the ones whose evidence search does not show (only the correction answers them)
 
 
 def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: int = 3) -> int:
@@ -48,6 +54,9 @@ def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: 
             wrong = _wrong(rng, answers, str(task["answer"]))
             lessons.insert(rng.randint(0, len(lessons)), lesson_text(task["question"], wrong,
                                                                      correction=str(task["answer"])))
+            task["corrected"] = True
+            if task.get("evidence") and rng.random() < HIDDEN_SHARE:
+                task["hidden"] = sorted({int(c) for c in task["evidence"]})
         if lessons:
             task["lessons"] = lessons
             given += 1

@@ -51,3 +51,20 @@ def test_a_training_environment_shows_the_shuffled_order_and_everything_else_is_
     assert shown_in_order(graph, "search", seed) is graph
     with pytest.raises(ValueError, match="unknown clip order"):
         shown_in_order(graph, "video", seed)
+
+
+def test_a_task_that_hides_its_evidence_never_sees_those_clips(graph):
+    from m3agent.train.clip_order import HiddenClips
+
+    video = graph.resolve_video("world_a").id
+    plain = _ids(graph)
+    hidden = HiddenClips(graph, [plain[0]])
+    assert plain[0] not in _ids(hidden) and set(_ids(hidden)) <= set(plain)
+    lines = hidden.search("umbrella", video=video, lines=10).lines
+    assert lines and all(x["clip"] != plain[0] for x in lines)
+    config = load_config()
+    task = {"question": "Where is the umbrella?", "video": "world_a"}
+    for order in ("search", "shuffled"):
+        prompt = factory.build_env(config, "control", memory=shown_in_order(graph, order, 1, [plain[0]])).reset(task)
+        shown = [int(n) for n in re.findall(r"CLIP_(\d+) \(", "\n".join(m["content"] for m in prompt))]
+        assert shown and plain[0] not in shown

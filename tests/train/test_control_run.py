@@ -5,7 +5,13 @@ import json
 import pytest
 
 from m3agent.cli import main
-from m3agent.train.control_run import ControlTrainingError, plot_curve, read_tasks, running_mean
+from m3agent.train.control_run import (
+    ControlTrainingError,
+    plot_curve,
+    read_tasks,
+    running_mean,
+    starting_adapter,
+)
 from m3agent.train.dataset import write_parquet
 
 
@@ -19,6 +25,17 @@ def test_train_control_needs_the_train_data_rows(tmp_path, capsys):
     write_parquet(rows, tmp_path / "train.parquet")
     with pytest.raises(ControlTrainingError, match="no control rows"):
         read_tasks(tmp_path / "train.parquet")
+
+
+def test_a_run_starts_from_a_new_adapter_the_shipped_one_or_a_given_one(tmp_path):
+    from pathlib import Path
+
+    assert starting_adapter("") is None
+    shipped = Path(starting_adapter("bundled"))
+    assert shipped.parent.name == "control" and (shipped / "adapter_config.json").is_file()
+    assert starting_adapter(str(shipped)) == str(shipped)
+    with pytest.raises(ControlTrainingError, match="no PEFT adapter there"):
+        starting_adapter(str(tmp_path))
 
 
 def test_a_control_row_becomes_a_task_with_its_evidence(tmp_path):
@@ -65,9 +82,10 @@ def test_train_control_runs_end_to_end_from_the_command_line_with_shuffled_resul
     assert main(["train", "control", "--data", str(data / "train.parquet"), "--out", str(run),
                  "--evidence", str(worlds / "worlds.evidence.json"), "--worked", str(worlds / "worlds.worked.json"),
                  "--warm-tasks", "2", "--steps", "1", "--prompts", "1", "--generations", "2", "--threads", "2",
-                 "--clip-order", "shuffled", "--resample", "1"]) == 0
+                 "--clip-order", "shuffled", "--resample", "1", "--from-adapter", "bundled"]) == 0
     summary = json.loads((run / "summary.json").read_text())
     assert summary["settings"]["clip_order"] == "shuffled" and len(summary["steps"]) == 1
+    assert summary["settings"]["from_adapter"] == "bundled"  # the shipped adapter trained further
     assert summary["settings"]["grpo"]["resample"] == 1 and summary["steps"][0]["redrawn"] <= 1
     assert len(summary["warm_losses"]) == 1 and summary["tasks"] > 0
     assert (run / "adapter.gguf").stat().st_size > 1_000_000 and (run / "curve.png").exists()

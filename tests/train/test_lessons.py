@@ -54,3 +54,18 @@ def test_a_memory_with_one_question_gives_only_lessons_about_it():
         lessons += tasks[0].get("lessons", [])
     assert lessons and all(x.startswith('Asked "Where is the kite?", the answer "I do not know." was wrong') and
                            x.endswith('"On the roof.".') for x in lessons)
+
+
+def test_a_task_corrected_before_is_marked_and_half_of_them_hide_their_evidence():
+    tasks = [dict(t, evidence=[n % 3, 3]) for n, t in enumerate(_tasks())]
+    add_lessons(tasks, 1.0, seed=3)
+    corrected = [t for t in tasks if t.get("corrected")]
+    assert corrected and all(any(t["question"] in x for x in t["lessons"]) for t in corrected)
+    assert not any(any(t["question"] in x for x in t["lessons"]) for t in tasks if not t.get("corrected"))
+    hidden = [t for t in corrected if "hidden" in t]
+    assert 0.25 * len(corrected) < len(hidden) < 0.75 * len(corrected)
+    assert all(t["hidden"] == sorted(set(t["evidence"])) for t in hidden)
+    assert not any("hidden" in t for t in tasks if not t.get("corrected"))  # only a correction can answer them
+    plain = _tasks()  # no evidence known: nothing to hide
+    add_lessons(plain, 1.0, seed=3)
+    assert any(t.get("corrected") for t in plain) and not any("hidden" in t for t in plain)

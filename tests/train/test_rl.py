@@ -104,6 +104,22 @@ def test_gold_answers_who_said_from_notes_that_show_the_speaker_by_name_once_mem
     assert episodes[0].right and episodes[0].rounds == 1
 
 
+def test_gold_answers_a_question_the_user_corrected_at_once_with_the_correction(world):
+    config, graph, tok, _ = world
+    from m3agent.train.clip_order import shown_in_order
+
+    task = dict(TASKS[1], corrected=True, hidden=[0, 1, 2], lessons=[
+        'Asked "Where is Ines\'s umbrella now?", the answer "In the red locker." was wrong; the user corrected it: '
+        '"In the car trunk.".'])
+    env_for = lambda t: factory.build_env(config, "control", memory=shown_in_order(graph, "search", 0, t["hidden"]))  # noqa: E731
+    (episode,) = ControlRollouts(tok, env_for).replay([task], gold_reply)
+    assert episode.rounds == 1 and episode.right and "Content: In the car trunk." in tok.decode(episode.completion_ids)
+    moved = "umbrella from the locker to the car trunk"  # the evidence line, which the notes would show
+    assert moved in "\n".join(m["content"] for m in _env_for(config, graph)(task).reset(task))
+    shown = tok.decode(episode.prompt_ids)
+    assert "the user corrected it" in shown and moved not in shown
+
+
 @pytest.mark.slow
 def test_a_warm_start_then_two_grpo_steps_train_the_adapter_and_log_each_step(world, tmp_path):
     config, graph, tok, base = world
