@@ -217,7 +217,8 @@ def run_context(request: M3BenchRequest, config: Config) -> dict[str, str]:
             "control model": chat_backend(chat.backend) + (f": {model}" if model else "") + adapter_label(chat),
             "control": f"{config.control.max_rounds} rounds, question searched first: {config.control.seed_search}, "
                        f"batches of {config.control.batch_size}; search top {search.top_k} clips, threshold {threshold}, "
-                       f"{search.retrieval} ranking, {config.control.lessons} lessons shown",
+                       f"{search.retrieval} ranking, {config.control.lessons} lessons shown"
+                       + (" (only those about the question)" if config.control.lesson_gate else " (the nearest)"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
             "date": datetime.date.today().isoformat()}
 
