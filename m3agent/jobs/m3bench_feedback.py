@@ -107,12 +107,12 @@ def run_with_feedback(items: Sequence[BenchItem], setup: BenchSetup, correction_
     private_dir(out)
     results = ResultsFile(out / "results.jsonl", {"id", "video", "question", "verdict"}, "m3agent bench --feedback")
     done = results.load()
-    finished = (lambda r: "stage" not in r) if again else (lambda r: bool(r.get("feedback")))
+    finished = (lambda r: r is not None and "stage" not in r) if again else (lambda r: bool((r or {}).get("feedback")))
     order = asking_order(items)
     with results.appender() as sink:
         writer = _Writer(sink, setup.progress)
         for video, group in order.items():
-            todo = [i for i in group if not finished(done.get(i.id) or {"stage": "none"})]
+            todo = [i for i in group if not finished(done.get(i.id))]
             if not todo:
                 continue
             if setup.progress:

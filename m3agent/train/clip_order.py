@@ -19,38 +19,47 @@ from typing import Any
 CLIP_ORDERS = ("search", "shuffled")
 
 
-class ShuffledClips:
-    """``memory`` whose searches return their clips in a random order, the same for the same search (seeded by
-    ``seed``, the query and the clips found), so a resumed run shows what the first showed. Everything else is
-    ``memory``'s."""
+class SearchView:
+    """``memory`` whose search results pass through :meth:`shown` first; everything else is ``memory``'s."""
 
-    def __init__(self, memory: Any, seed: int):
-        self._memory, self._seed = memory, seed
+    def __init__(self, memory: Any):
+        self._memory = memory
 
     def search(self, query: str, **kwargs: Any):
-        result = self._memory.search(query, **kwargs)
+        return self.shown(query, self._memory.search(query, **kwargs))
+
+    def shown(self, query: str, result):
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)
+
+
+class ShuffledClips(SearchView):
+    """Searches that return their clips in a random order, the same for the same search (seeded by ``seed``, the
+    query and the clips found), so a resumed run shows what the first showed."""
+
+    def __init__(self, memory: Any, seed: int):
+        super().__init__(memory)
+        self._seed = seed
+
+    def shown(self, query: str, result):
         clips = list(result.clips)
         random.Random(f"{self._seed}|{query}|{[c.id for c in clips]}").shuffle(clips)
         return dataclasses.replace(result, clips=clips)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._memory, name)
 
-
-class HiddenClips:
-    """``memory`` whose searches never show ``clips`` (a task's evidence, hidden so that only a lesson answers it:
-    :mod:`m3agent.train.lessons`). Everything else is ``memory``'s."""
+class HiddenClips(SearchView):
+    """Searches that never show ``clips`` (a task's evidence, hidden so that only a lesson answers it:
+    :mod:`m3agent.train.lessons`)."""
 
     def __init__(self, memory: Any, clips: Iterable[int]):
-        self._memory, self._hidden = memory, frozenset(int(c) for c in clips)
+        super().__init__(memory)
+        self._hidden = frozenset(int(c) for c in clips)
 
-    def search(self, query: str, **kwargs: Any):
-        result = self._memory.search(query, **kwargs)
+    def shown(self, query: str, result):
         return dataclasses.replace(result, clips=[c for c in result.clips if c.id not in self._hidden],
                                    lines=[x for x in result.lines if x.get("clip") not in self._hidden])
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._memory, name)
 
 
 def shown_in_order(memory: Any, order: str, seed: int, hidden: Iterable[int] = ()) -> Any:
