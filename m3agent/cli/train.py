@@ -39,7 +39,7 @@ def cmd_train(args, config: Config) -> int:
 
     plan = ControlTraining()
     plan = replace(plan, warm_tasks=args.warm_tasks, threads=args.threads, lessons=args.lessons,
-                   clip_order=args.clip_order, from_adapter=args.from_adapter,
+                   corrections=args.corrections, clip_order=args.clip_order, from_adapter=args.from_adapter,
                    grpo=replace(plan.grpo, steps=args.steps, generations=args.generations,
                                 prompts_per_step=args.prompts, learning_rate=args.lr, seed=args.seed,
                                 resample=args.resample))
@@ -91,6 +91,9 @@ def add_commands(sub) -> None:
     p.add_argument("--warm-tasks", type=int, default=256, help="control: gold episodes of the warm start")
     p.add_argument("--lessons", type=float, default=0.3,
                    help="control: share of questions shown feedback lessons (others' corrections; 0: none)")
+    p.add_argument("--corrections", type=float, default=0.25,
+                   help="control: of the questions shown lessons, the share also shown a correction of their own "
+                        "(half of them with the evidence hidden, a quarter overruling memory's answer)")
     p.add_argument("--clip-order", choices=list(CLIP_ORDERS), default="search",
                    help="control: search results shown in the search's order while training (as in use) or "
                         "shuffled, so the model reads the lines rather than learning where the answer usually is")

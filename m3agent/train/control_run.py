@@ -24,6 +24,7 @@ from typing import Any
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
 from m3agent.train.grpo import GrpoSettings
+from m3agent.train.lessons import OWN_SHARE
 from m3agent.train.policy import LoraSettings
 
 
@@ -40,6 +41,7 @@ class ControlTraining:
     warm_learning_rate: float = 2e-4
     warm_batch: int = 4
     lessons: float = 0.3  # share of tasks shown feedback lessons (:mod:`m3agent.train.lessons`); 0: none
+    corrections: float = OWN_SHARE  # of those, the share also shown a correction of their own question
     rounds: int = 3  # control rounds an episode may take while training (inference keeps control.max_rounds)
     #: the order search results are shown in while training (:mod:`m3agent.train.clip_order`); in use, the search's
     clip_order: str = "search"
@@ -124,7 +126,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     started = time.perf_counter()
     config = dataclasses.replace(config, control=dataclasses.replace(config.control, max_rounds=settings.rounds))
     tasks = read_tasks(data, evidence, worked)
-    with_lessons = add_lessons(tasks, settings.lessons, settings.grpo.seed)
+    with_lessons = add_lessons(tasks, settings.lessons, settings.grpo.seed, corrections=settings.corrections)
     shelf = MemoryShelf(config)
 
     def env_for(task: dict[str, Any]):
@@ -136,7 +138,9 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     base_model = config.control.chat.model if config.control.chat.model.endswith(".gguf") else str(bundled_chat_gguf())
     tokenizer, model = load_base(base_model, settings.threads)
     warm_dir = out / "warm"
-    summary: dict[str, Any] = {"tasks": len(tasks), "tasks_with_lessons": with_lessons, "settings": asdict(settings)}
+    summary: dict[str, Any] = {"tasks": len(tasks), "tasks_with_lessons": with_lessons, "settings": asdict(settings),
+                               "corrected": {kind: sum(bool(t.get(kind)) for t in tasks)
+                                             for kind in ("corrected", "hidden", "overruled")}}
     if (warm_dir / "adapter_config.json").exists():
         model = with_adapter(model, settings.lora, warm_dir)
         notice(f"warm start: kept from {warm_dir}")

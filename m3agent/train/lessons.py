@@ -8,10 +8,12 @@ question: the reward then pays for answering from the notes, or from a lesson on
 The lessons are those of the questions most like the task's, as memory's search picks them for a real question
 (two questions "... according to the text?" look alike and ask different things): the hard case, not a random one.
 
-A lesson about the task's own question agrees with memory (its correction is the reference answer), so by itself it
-teaches nothing a model reading memory does not already do; in use a correction comes exactly where memory misled
-the model. So half the tasks that get one hide their evidence clips from search (``hidden``): the notes then hold
-no answer, and only the user's correction earns the reward.
+A lesson about the task's own question that agrees with memory (its correction is the reference answer) teaches
+nothing a model reading memory does not already do; in use a correction comes exactly where memory misled the
+model. So half the tasks that get one hide their evidence clips from search (``hidden``): the notes then hold no
+answer, and only the user's correction earns the reward. Half of the rest are ``overruled``: the user called
+memory's answer wrong and gave another, which becomes the task's reference, so the reward pays for taking the
+user's word over the line memory shows (as when memory's line was misheard or out of date).
 """
 
 from __future__ import annotations
@@ -28,15 +30,19 @@ from m3agent.eval.overlap import overlap_f1
 
 OWN_SHARE = 0.25  # of the tasks given lessons, those whose lessons include one about their own question
 HIDDEN_SHARE = 0.5  # of those, the ones whose evidence search does not show (only the correction answers them)
+OVERRULED_SHARE = 0.5  # of those not hidden, the ones whose correction overrules the answer memory shows
 
 
-def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: int = 3) -> int:
+def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: int = 3,
+                corrections: float = OWN_SHARE) -> int:
     """Give about ``share`` of ``tasks`` (in place) a ``lessons`` list of 1..``most`` corrections of other
-    questions about the same memory; returns how many got some. Seeded: a re-run gives the same lessons."""
+    questions about the same memory, and ``corrections`` of those one about their own; returns how many got some.
+    Seeded: a re-run gives the same lessons."""
     rng = random.Random(seed)
     world: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for task in tasks:
         world[(task.get("memory"), task.get("video"))].append(task)
+    truth = {id(t): str(t.get("answer")) for t in tasks}  # what memory says, before a correction overrules it
     tokens = functools.cache(normalized_tokens)  # each question's words, once however often it is compared
     given = 0
     for task in tasks:
@@ -44,19 +50,23 @@ def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: 
             continue
         others = [t for t in world[(task.get("memory"), task.get("video"))]
                   if t["question"] != task["question"] and t.get("answer")]
-        answers = list(dict.fromkeys(str(t["answer"]) for t in others))
+        answers = list(dict.fromkeys(truth[id(t)] for t in others))
         words = tokens(task["question"])
         nearest = sorted(others, key=lambda t: (-overlap_f1(tokens(t["question"]), words), rng.random()))
         picked = nearest[: rng.randint(1, most)]
-        lessons = [lesson_text(t["question"], _wrong(rng, answers, str(t["answer"])), correction=str(t["answer"]))
+        lessons = [lesson_text(t["question"], _wrong(rng, answers, truth[id(t)]), correction=truth[id(t)])
                    for t in picked]
-        if task.get("answer") and rng.random() < OWN_SHARE:
-            wrong = _wrong(rng, answers, str(task["answer"]))
-            lessons.insert(rng.randint(0, len(lessons)), lesson_text(task["question"], wrong,
-                                                                     correction=str(task["answer"])))
+        if task.get("answer") and rng.random() < corrections:
+            right = truth[id(task)]
+            wrong = _wrong(rng, answers, right)
             task["corrected"] = True
             if task.get("evidence") and rng.random() < HIDDEN_SHARE:
                 task["hidden"] = sorted({int(c) for c in task["evidence"]})
+            elif wrong != "I do not know." and rng.random() < OVERRULED_SHARE:
+                wrong, right = right, wrong  # memory's answer is the one the user called wrong
+                task.update(answer=right, overruled=wrong)
+                task.pop("worked", None)  # the working led to memory's answer
+            lessons.insert(rng.randint(0, len(lessons)), lesson_text(task["question"], wrong, correction=right))
         if lessons:
             task["lessons"] = lessons
             given += 1

@@ -31,10 +31,19 @@ def test_lessons_correct_questions_of_the_same_memory_and_sometimes_the_tasks_ow
             assert lesson.startswith('Asked "Where is thing ') and f"of world {world}?" in lesson
             asked, _, corrected = lesson.partition("the user corrected it: ")
             number = asked.split("thing ")[1].split(" ")[0]
+            mine = task["question"] in asked
+            own += mine
+            if mine and task.get("overruled"):  # the user called memory's answer wrong and gave another
+                assert corrected == f'"{task["answer"]}".' and task["answer"] != f"In box {number}{world}."
+                assert f'the answer "{task["overruled"]}" was wrong' in lesson
+                assert task["overruled"] == f"In box {number}{world}."
+                continue
             assert corrected == f'"In box {number}{world}.".'  # the right answer of the question it is about
             assert f'the answer "In box {number}{world}." was wrong' not in lesson  # the wrong one is another's
-            own += task["question"] in asked
     assert 0.1 * len(tasks) < own < 0.4 * len(tasks)
+    more = _tasks()
+    add_lessons(more, 1.0, seed=3, corrections=0.8)
+    assert sum(bool(t.get("corrected")) for t in more) > 0.6 * len(more)
 
 
 def test_lessons_are_about_the_questions_most_like_the_tasks():
@@ -69,3 +78,21 @@ def test_a_task_corrected_before_is_marked_and_half_of_them_hide_their_evidence(
     plain = _tasks()  # no evidence known: nothing to hide
     add_lessons(plain, 1.0, seed=3)
     assert any(t.get("corrected") for t in plain) and not any("hidden" in t for t in plain)
+
+
+def test_an_overruled_task_answers_with_the_users_correction_not_memorys_line():
+    tasks = [dict(t, evidence=[1], worked=f"{t['answer']} (worked)") for t in _tasks()]
+    truth = {t["question"]: t["answer"] for t in tasks}
+    add_lessons(tasks, 1.0, seed=4, corrections=1.0)
+    overruled = [t for t in tasks if t.get("overruled")]
+    assert overruled and not any("hidden" in t for t in overruled)
+    for task in overruled:
+        assert task["overruled"] == truth[task["question"]] != task["answer"]
+        assert task["answer"] in truth.values() and "worked" not in task  # another answer of its world, as given
+        own = next(x for x in task["lessons"] if x.startswith(f'Asked "{task["question"]}"'))
+        assert own.endswith(f'the user corrected it: "{task["answer"]}".')
+    for task in tasks:  # lessons about an overruled question give its true answer, not the overruling one
+        for lesson in task["lessons"]:
+            asked = lesson.split('"')[1]
+            if asked != task["question"]:
+                assert lesson.endswith(f'"{truth[asked]}".')
