@@ -7,8 +7,8 @@
 Each video goes through the project's memorization pipeline: perception (faces, voices, speech) with its
 identities kept across clips in a memory DB beside ``--out`` (``--memory-dir``), and a memorizer that asks the
 teacher (``memorize.chat``, any chat backend) exactly what the chat memorizer asks
-(:mod:`m3agent.memorize.chat`: frames, one crop per face tag, the tagged transcript) and checks the reply the
-same way (one JSON object; lines naming a tag the clip lacks are dropped). A record holds that question and
+(:mod:`m3agent.memorize.chat`: each shot's key frame, then evenly spaced frames, one crop per face tag, the
+tagged transcript, and the text OCR read on screen with the scene changes) and checks the reply the same way (one JSON object; lines naming a tag the clip lacks are dropped). A record holds that question and
 the checked answer, in the memorizer's target format::
 
     {"id": "<video fingerprint>:<clip>", "video", "clip", "start", "end", "teacher",

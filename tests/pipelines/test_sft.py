@@ -196,6 +196,13 @@ def test_teacher_script_with_real_perception(tmp_path):
     episodic = json.loads(lines(out)[0]["messages"][1]["content"])["episodic"]
     assert episodic[0] == "Someone sings on a stage."  # the teacher's line, then what OCR read and scene changes
     assert all(line.startswith(("The text ", "The scene changes at ")) for line in episodic[1:])
+    asked = lines(out)[0]["messages"][0]["content"]  # the teacher was asked what the chat memorizer asks
+    prompt = next(part["text"] for part in asked if part.get("type") == "text")
+    assert "Text on screen and scene changes" in prompt
+    assert episodic[1:] and all(line in prompt for line in episodic[1:])  # what OCR read, in the question too
+    texts = [part.get("text", "") for part in asked]
+    assert any(t.startswith("Frames of the clip, in order") for t in texts)
+    assert any(part.get("type") == "image_url" for part in asked)  # key frames first (tests/memorize/test_chat.py)
     assert list((tmp_path / "data" / "sft.memories").glob("*.db"))
     assert sft_teacher.main(argv) == 0 and len(lines(out)) == 2  # a re-run adds nothing
 
