@@ -1,4 +1,5 @@
-"""The bundled PP-OCRv4 reader on drawn frames: signs, upside-down and tilted text, a page full of text, none."""
+"""The bundled PP-OCRv4 reader on drawn frames: signs, upside-down, sideways and tilted text, a page full of text,
+none."""
 
 import numpy as np
 import pytest
@@ -42,6 +43,9 @@ def test_upside_down_and_tilted_text(reader, tmp_path):
     assert {"Platform 9", "Trains to Oxford"} <= {t.text for t in reader.read(np.asarray(page.rotate(180)))}
     tilted = reader.read(np.asarray(page.rotate(8, expand=False, fillcolor=(250, 250, 246))))
     assert {"Platform 9", "Trains to Oxford"} <= {t.text for t in tilted}
+    for quarter in (90, 270):  # a phone filmed sideways, a sign on a pillar: text running up or down
+        sideways = reader.read(np.asarray(page.rotate(quarter, expand=True)))
+        assert {"Platform 9", "Trains to Oxford"} <= {t.text for t in sideways}
 
 
 def test_no_text_and_a_page_full_of_text(reader, tmp_path):
