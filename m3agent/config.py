@@ -182,6 +182,9 @@ class ControlConfig:
     #: show only lessons about the question asked (memory.search.lesson_threshold), not the nearest others: a
     #: lesson's answer is copied, and another question's answer is wrong here
     lesson_gate: bool = True
+    #: an answer that repeats what the user called wrong for this very question (a lesson shown says so) gives
+    #: the user's correction instead: a small model does not always take a correction over memory's line
+    hold_corrections: bool = True
     batch_size: int = 16  # questions `m3agent qa` moves through their rounds together
     #: the bundled SmolLM2 with the adapter ``m3agent train control`` trained (``chat.adapter=`` for the model alone)
     chat: ChatConfig = field(default_factory=lambda: ChatConfig(adapter=BUNDLED_ADAPTER))

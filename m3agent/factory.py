@@ -139,8 +139,10 @@ def open_memory(path: str | os.PathLike[str], config: Config, *, embedder: TextE
 
 def build_controller(memory: MemoryGraph, config: Config, chat: ChatModel | None = None) -> Controller:
     from m3agent.control import Controller
+    from m3agent.eval.corrections import held_answer
 
-    return Controller(memory, chat if chat is not None else build_chat(config.control.chat), config.control)
+    return Controller(memory, chat if chat is not None else build_chat(config.control.chat), config.control,
+                      hold=held_answer if config.control.hold_corrections else None)
 
 
 def build_judge(config: JudgeConfig) -> Judge:

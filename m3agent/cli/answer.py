@@ -31,6 +31,8 @@ def cmd_ask(args, config: Config) -> int:
         label = f"round {model_rounds}" if step.by == "model" else step.by
         if step.action == "search":
             print(f"  {label}: search {safe(repr(step.content))} -> clips {_format_hits(step.hits)}")
+        elif step.replaced:
+            print(f"  {label}: answer {safe(repr(step.replaced))}, which the user had corrected: gave the correction")
         else:
             print(f"  {label}: answer")
     print(f"  {answer.seconds:.1f} s, {model_rounds} model rounds, {answer.tokens} tokens")

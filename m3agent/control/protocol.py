@@ -88,6 +88,7 @@ class QuestionState:
     start: float = field(default_factory=time.perf_counter)
     end: float | None = None  # when its answer (or error) came: questions of one batch finish apart
     shown: Callable[[str], str] = str  # a memory line as the model reads it (known names for character ids)
+    lessons: list[str] = field(default_factory=list)  # the feedback lines shown with the question
 
     @property
     def done(self) -> bool:
@@ -98,9 +99,13 @@ class QuestionState:
         self.error, self.end = error, time.perf_counter()
 
 
+#: ``(question, lessons shown, final answer) -> answer to give instead, or None``: a rule over the model's answer
+Hold = Callable[[str, Sequence[str], str], "str | None"]  # e.g. m3agent.eval.corrections.held_answer
+
+
 class ControlStep:
-    def __init__(self, memory: Memory, config: ControlConfig | None = None):
-        self.memory, self.config = memory, config or ControlConfig()
+    def __init__(self, memory: Memory, config: ControlConfig | None = None, hold: Hold | None = None):
+        self.memory, self.config, self.hold = memory, config or ControlConfig(), hold
 
     @property
     def rounds(self) -> int:
@@ -133,7 +138,7 @@ class ControlStep:
         if lessons:
             system += "\n\n" + load_prompt("control_lessons").format(lessons="\n".join(f"- {x}" for x in lessons))
         state = QuestionState(question, video_id, [{"role": "system", "content": system}],
-                              shown=self.shown(video_id, question.before_clip))
+                              shown=self.shown(video_id, question.before_clip), lessons=list(lessons or ()))
         if self.config.seed_search:
             step = Round("search", question.text, by="seed")
             state.rounds.append(step)
@@ -173,6 +178,10 @@ class ControlStep:
         state.messages.append({"role": "assistant", "content": response.text})
         if action == "answer" or last:
             step.action = "answer"
+            if self.hold is not None:
+                held = self.hold(state.question.text, state.lessons, content)
+                if held is not None:
+                    step.replaced, step.content, content = content, held, held
             state.final, state.end = content, time.perf_counter()
         else:
             state.pending = self.search(state, step, choose_query(content, malformed, state.question.text))

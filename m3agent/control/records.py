@@ -37,6 +37,7 @@ class Round:
     seconds: float = 0.0  # model time of this round
     search_seconds: float = 0.0
     hits: list[dict] = field(default_factory=list)  # clip, start, end, score of each returned clip
+    replaced: str = ""  # the model's answer when it repeated one the user had corrected (``content``: the correction)
 
 
 @dataclass
@@ -59,7 +60,8 @@ class Answer:
 
     def to_dict(self) -> dict:
         data = {"answer": self.answer,
-                "rounds": [{"action": r.action, "content": r.content, "clips": r.clips} for r in self.rounds],
+                "rounds": [{"action": r.action, "content": r.content, "clips": r.clips} |
+                           ({"replaced": r.replaced} if r.replaced else {}) for r in self.rounds],
                 "seconds": round(self.seconds, 3), "tokens": self.tokens, "trace": [asdict(r) for r in self.rounds]}
         if self.error:
             data["error"] = self.error

@@ -41,6 +41,7 @@ class ControlEnv(Env):
     requires = ("memory", "rewarder", "control")
 
     def __init__(self, memory: Memory, rewarder: Rewarder | None = None, control: ControlConfig | None = None):
+        # no hold on the answer (m3agent.eval.corrections): the model's own answer is what is rewarded
         self.control = ControlStep(memory, control)
         self.rewarder = rewarder
         self.state: QuestionState | None = None

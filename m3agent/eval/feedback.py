@@ -7,6 +7,7 @@ carries the right answer. A neutral reaction teaches nothing and is not stored.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 LIKED_FROM = 8.0  # satisfaction at or above this counts as "this worked"
@@ -16,6 +17,16 @@ DISLIKED_BELOW = 5.0  # and below this as "this did not"
 def _clip(text: str, limit: int = 240) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_CORRECTION = re.compile(r'^Asked "(?P<request>.*)", the answer "(?P<answer>.*)" was wrong; '
+                         r'the user corrected it: "(?P<correction>.*)"\.$', re.DOTALL)
+
+
+def correction_of(lesson: str) -> tuple[str, str, str] | None:
+    """``(request, rejected answer, correction)`` of a line :func:`lesson_text` wrote from a correction, else None."""
+    match = _CORRECTION.match(lesson)
+    return (match["request"], match["answer"], match["correction"]) if match else None
 
 
 def lesson_text(request: str, answer: str, *, satisfaction: float | None = None, actions: Sequence[str] = (),

@@ -90,6 +90,18 @@ def numbers_missing(answer: str, reference: str) -> list[str]:
     return [t for t in normalized_tokens(reference) if t.isdigit() and t not in given]
 
 
+def offline_match(answer: str, reference: str, f1: float = 0.5) -> tuple[bool, str]:
+    """Whether ``answer`` gives ``reference`` (the offline judge's rule: containment, or token F1 of at least
+    ``f1`` with every number of the reference given), and why."""
+    score = answer_f1(answer, reference)
+    missing = numbers_missing(answer, reference)
+    if contains(answer, reference):
+        return True, "the answer contains the ground truth"
+    if missing:  # "Seven kilometers" shares half its words with "Ten kilometers" and is still wrong
+        return False, f"the answer lacks the number {missing[0]} (token F1 {score:.2f})"
+    return score >= f1, f"token F1 {score:.2f} (bar {f1:g})"
+
+
 class OfflineJudge(Judge):
     label = "offline (containment or token F1; not the paper's judge)"
 
@@ -99,15 +111,8 @@ class OfflineJudge(Judge):
     def judge_many(self, pairs: Sequence[tuple[BenchItem, str]]) -> list[Verdict]:
         out = []
         for item, answer in pairs:
-            score = answer_f1(answer, item.reference)
-            missing = numbers_missing(answer, item.reference)
-            if contains(answer, item.reference):
-                out.append(Verdict(True, self.label, reason="the answer contains the ground truth"))
-            elif missing:  # "Seven kilometers" shares half its words with "Ten kilometers" and is still wrong
-                out.append(Verdict(False, self.label, reason=f"the answer lacks the number {missing[0]} "
-                                                             f"(token F1 {score:.2f})"))
-            else:
-                out.append(Verdict(score >= self.f1, self.label, reason=f"token F1 {score:.2f} (bar {self.f1:g})"))
+            correct, reason = offline_match(answer, item.reference, self.f1)
+            out.append(Verdict(correct, self.label, reason=reason))
         return out
 
 

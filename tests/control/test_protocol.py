@@ -17,6 +17,7 @@ from m3agent.control import (
     format_results,
 )
 from m3agent.control.text import MAX_QUERY_CHARS
+from m3agent.eval.corrections import held_answer
 from m3agent.models.llm.base import ChatResponse
 from m3agent.models.llm.scripted import ScriptedChat
 
@@ -196,3 +197,17 @@ def test_the_question_is_shown_the_lessons_memory_finds_about_it(kitchen, gate):
     system = ControlStep(kitchen, ControlConfig(lesson_gate=gate)).start(Question("Is the fridge full?"))
     shown = system.messages[0]["content"]
     assert own in shown and (other in shown) is not gate  # control.lesson_gate=false: the nearest, as they come
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_an_answer_the_user_corrected_for_this_question_is_not_given_again(kitchen, hold):
+    kitchen.remember_lesson(kitchen.video, 1, 'Asked "Is the fridge full?", the answer "Yes, it is full." was wrong; '
+                                              'the user corrected it: "No, it is empty.".')
+    step = ControlStep(kitchen, ControlConfig(), held_answer if hold else None)
+    repeated, _ = by_hand(step, Question("Is the fridge full?"), ["Action: [Answer]\nContent: Yes, it is full."])
+    assert repeated.answer == ("No, it is empty." if hold else "Yes, it is full.")
+    assert repeated.rounds[-1].replaced == ("Yes, it is full." if hold else "")
+    assert repeated.rounds[-1].by == "model"  # the model's round still counts as one
+    assert ("replaced" in repeated.to_dict()["rounds"][-1]) is hold
+    other, _ = by_hand(step, Question("Who plays guitar on the sofa?"), ["Action: [Answer]\nContent: Yes, it is full."])
+    assert other.answer == "Yes, it is full."  # the correction of another question holds nothing here

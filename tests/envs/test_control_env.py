@@ -129,3 +129,12 @@ def test_a_task_brings_its_own_lessons_in_place_of_memorys(kitchen):
     assert system.rstrip().endswith(f"- {lesson}") and "What this user told you" in system
     plain = env.reset({"question": "Who opened the fridge?", "answer": "Alice"})[0]["content"]
     assert "What this user told you" not in plain  # this memory holds no lesson
+
+
+def test_training_rewards_the_models_own_answer_not_the_held_correction(kitchen):
+    lesson = 'Asked "Who plays guitar?", the answer "Alice" was wrong; the user corrected it: "Bob".'
+    task = {"question": "Who plays guitar?", "answer": "Bob", "lessons": [lesson]}
+    (result,) = play(env_for(kitchen), task, ["Action: [Answer]\nContent: Alice"])
+    assert result.reward == 0.0 and result.info["answer"] == "Alice"  # in use the step would give "Bob"
+    (result,) = play(env_for(kitchen), task, ["Action: [Answer]\nContent: Bob"])
+    assert result.reward == 1.0
