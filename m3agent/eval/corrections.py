@@ -7,7 +7,8 @@ answer the user rejected is the one mistake that cannot be right by the user's o
 gives the correction instead (:func:`held_answer`, passed to it by the factory when ``control.hold_corrections``
 is on; never in training, where the model's own answer is what is rewarded). Only a lesson about the same
 question counts (its words, normalized, are the question's), and an answer that also gives the correction is
-left alone.
+left alone. The one case it can get wrong: a question about what holds now, corrected, asked again after the thing
+changed back to the rejected answer; the lesson still gives the old correction.
 """
 
 from __future__ import annotations
