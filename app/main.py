@@ -53,6 +53,9 @@ def _trace_markdown(answer: dict) -> str:
             hits = ", ".join(f"clip {h['clip']} ({clock(h['start'])}–{clock(h['end'])}, score {h['score']:.2f})"
                              for h in step["hits"]) or "nothing new"
             lines.append(f"**{label}** — search `{step['content']}` → {hits}")
+        elif step.get("replaced"):
+            lines.append(f"**{label}** — answer: {step['content']} (the model said {step['replaced']!r}, which you "
+                         "corrected before)")
         else:
             lines.append(f"**{label}** — answer: {step['content']}")
     if answer.get("error"):
