@@ -31,6 +31,7 @@ from m3agent.eval.overlap import overlap_f1
 OWN_SHARE = 0.25  # of the tasks given lessons, those whose lessons include one about their own question
 HIDDEN_SHARE = 0.5  # of those, the ones whose evidence search does not show (only the correction answers them)
 OVERRULED_SHARE = 0.5  # of those not hidden, the ones whose correction overrules the answer memory shows
+NO_OTHER_ANSWER = "I do not know."  # the wrong answer of a memory with no other question to borrow one from
 
 
 def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: int = 3,
@@ -62,7 +63,7 @@ def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: 
             task["corrected"] = True
             if task.get("evidence") and rng.random() < HIDDEN_SHARE:
                 task["hidden"] = sorted({int(c) for c in task["evidence"]})
-            elif wrong != "I do not know." and rng.random() < OVERRULED_SHARE:
+            elif wrong != NO_OTHER_ANSWER and rng.random() < OVERRULED_SHARE:
                 wrong, right = right, wrong  # memory's answer is the one the user called wrong
                 task.update(answer=right, overruled=wrong)
                 task.pop("worked", None)  # the working led to memory's answer
@@ -76,4 +77,4 @@ def add_lessons(tasks: Sequence[dict[str, Any]], share: float, seed: int, most: 
 def _wrong(rng: random.Random, answers: list[str], right: str) -> str:
     """A plausible wrong answer: another question's answer about the same memory."""
     choices = [a for a in answers if a != right]
-    return rng.choice(choices) if choices else "I do not know."
+    return rng.choice(choices) if choices else NO_OTHER_ANSWER
