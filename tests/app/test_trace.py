@@ -1,0 +1,15 @@
+"""The chat's trace as the app shows it: each round, and an answer the user's earlier correction replaced."""
+
+from app.main import _trace_markdown
+
+
+def test_the_trace_says_when_a_correction_replaced_the_models_answer():
+    seed = {"by": "seed", "action": "search", "content": "Where is the dog?",
+            "hits": [{"clip": 2, "start": 60.0, "end": 90.0, "score": 0.71}]}
+    answer = {"trace": [seed, {"by": "model", "action": "answer", "content": "Max.", "replaced": "Bella."}],
+              "seconds": 1.5, "tokens": 40}
+    text = _trace_markdown(answer)
+    assert "**Before round 1 (the question itself)** — search `Where is the dog?` → clip 2 (01:00–01:30" in text
+    assert "**Round 1** — answer: Max. (the model said 'Bella.', which you corrected before)" in text
+    plain = _trace_markdown({"trace": [dict(answer["trace"][1], replaced="")], "seconds": 1.0, "tokens": 9})
+    assert "**Round 1** — answer: Max.\n" in plain + "\n" and "corrected" not in plain
