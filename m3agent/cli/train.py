@@ -56,6 +56,7 @@ def cmd_train(args, config: Config) -> int:
 
 def add_commands(sub) -> None:
     from m3agent.train.clip_order import CLIP_ORDERS
+    from m3agent.train.lessons import OWN_SHARE
 
     p = sub.add_parser("train-data", help="training tasks as verl Parquet: control questions (M3-Bench annotations + "
                        "memory DBs, split by video) or memory-build streams (split by task)")
@@ -91,7 +92,7 @@ def add_commands(sub) -> None:
     p.add_argument("--warm-tasks", type=int, default=256, help="control: gold episodes of the warm start")
     p.add_argument("--lessons", type=float, default=0.3,
                    help="control: share of questions shown feedback lessons (others' corrections; 0: none)")
-    p.add_argument("--corrections", type=float, default=0.25,
+    p.add_argument("--corrections", type=float, default=OWN_SHARE,
                    help="control: of the questions shown lessons, the share also shown a correction of their own "
                         "(half of them with the evidence hidden, a quarter overruling memory's answer)")
     p.add_argument("--clip-order", choices=list(CLIP_ORDERS), default="search",
