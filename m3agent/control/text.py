@@ -55,10 +55,11 @@ def parse_action(text: str) -> tuple[str, str, bool]:
 
 
 def _format_word(content: str) -> bool:
-    """Whether ``content`` is only a word of the reply format or its first three letters or more (SmolLM2-135M
-    answered "Acti." to a question whose answer its notes held)."""
+    """Whether ``content`` is only a word of the reply format or its first four letters or more (SmolLM2-135M
+    answered "Acti." to a question whose answer its notes held). Three letters are a word of their own as often
+    ("Con." copied from a sign reading "CON", "Sea.")."""
     word = re.sub(r"\W+", "", content).casefold()
-    return len(word) >= 3 and any(full.startswith(word) for full in _FORMAT_WORDS)
+    return len(word) >= 4 and any(full.startswith(word) for full in _FORMAT_WORDS)
 
 
 def choose_query(content: str, malformed: bool, question: str) -> str:

@@ -73,8 +73,13 @@ def continue_texts(perception: ClipPerception, before: list[tuple[int, str]], be
             text.replaces, text.since = found[0], found[1]
 
 
+def timed_on_screen_lines(perception: ClipPerception) -> list[tuple[float, str]]:
+    """``(when, line)``: scene changes inside the clip, then the texts on screen that are not being said."""
+    lines = [(shot.start, scene_change_line(shot.start)) for shot in perception.shots if shot.first > 0]
+    return lines + [(t.start, screen_text_line(t.text, t.since if t.since is not None else t.start, t.end))
+                    for t in perception.texts if not said_aloud(t, perception)]
+
+
 def on_screen_lines(perception: ClipPerception) -> list[str]:
     """Scene changes inside the clip, and the texts on screen that are not being said."""
-    lines = [scene_change_line(shot.start) for shot in perception.shots if shot.first > 0]
-    return lines + [screen_text_line(t.text, t.since if t.since is not None else t.start, t.end)
-                    for t in perception.texts if not said_aloud(t, perception)]
+    return [line for _, line in timed_on_screen_lines(perception)]

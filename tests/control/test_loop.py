@@ -46,6 +46,8 @@ def test_parse_action():
     for echo in ("Acti.", "Action", "content", "Search.", "[Answer]"):  # a word of the format, or its start
         assert parse_action(f"Action: [Answer]\nContent: {echo}") == ("search", "", False), echo
     assert parse_action("Action: [Answer]\nContent: Act 3") == ("answer", "Act 3", False)
+    for word in ("Con.", "Sea", "Que"):  # three letters are a word as often as a start of the format (a sign's "CON")
+        assert parse_action(f"Action: [Answer]\nContent: {word}") == ("answer", word, False), word
     # the header again as the content (the trained SmolLM2 replied so twice on the mini M3-Bench): what follows it
     assert parse_action("Action: [Answer]\nContent: Action: [Answer]") == ("search", "", False)
     assert parse_action("Action: [Answer]\nContent: Action: [Answer] Content: 100 degrees") == (

@@ -61,3 +61,45 @@ def test_faces_too_small_to_identify_are_counted_in_a_line_of_their_own():
     assert "1 more face too small to identify appears on screen at 00:03." in lines.episodic
     # a face too small to identify does not stop the voice from voting for the one identified face
     assert lines.semantic == ["Equivalence: <face_7>, <voice_8>"]
+
+
+def test_a_clips_lines_are_written_in_the_order_things_happen_as_the_training_worlds_write_a_scene():
+    from m3agent.perception.screen_text import ScreenText
+    from m3agent.perception.shots import Shot
+
+    times = [30.0 + i for i in range(30)]
+    clip = MediaClip(1, 30.0, 60.0, [np.zeros((4, 4, 3), np.uint8)] * 30, times)
+    first = FaceTrack([det(i, times[i]) for i in range(0, 14)])  # 00:30-00:43
+    second = FaceTrack([det(i, times[i]) for i in range(15, 30)])  # 00:45-00:59
+    early = Utterance(31.2, 34.0, "Hello, I keep my kite in the shed.", voice=0)
+    late = Utterance(45.4, 48.0, "The ferry leaves at nine.", voice=1)
+    sign = ScreenText("PIER 7", 45.0, 59.0, (0, 0, 90, 30), 0.99)
+    p = ClipPerception(clip, faces=[first, second], utterances=[late, early], voices=[VoiceTrack([early]),
+                       VoiceTrack([late])], shots=[Shot(0, 14, 30.0, 44.0), Shot(15, 29, 45.0, 59.0)], texts=[sign])
+    lines = GroundedMemorizer().describe(p, [10, 11], [20, 21])
+    assert lines.episodic == [
+        "<face_10> is on screen from 00:30 to 00:43.",
+        'At 00:31 <voice_20> says: "Hello, I keep my kite in the shed."',
+        "<face_11> is on screen from 00:45 to 00:59.",  # at one second: who is on screen, the cut, text, speech
+        "The scene changes at 00:45.",
+        'The text "PIER 7" is on screen from 00:45 to 00:59.',
+        'At 00:45 <voice_21> says: "The ferry leaves at nine."',
+    ]
+
+
+def test_the_training_worlds_write_a_scene_in_the_memorizers_order():
+    """The text memory the control model trains on lists each scene's lines in the order the memorizer writes a
+    video's lines of one second: who is on screen, a cut, text, then speech (and the names it gives)."""
+    from m3agent.train.render import records
+    from m3agent.train.worlds import generate_worlds
+
+    rank = {"screen": 0, "cut": 1, "text": 2, "says": 3, "name": 4}
+    for world in generate_worlds(3, 5):
+        scenes: dict[str, list[int]] = {}
+        for record in records(world):
+            scene, _, part = record.id.partition("/scene-")[2].partition("/")
+            if not scene:
+                continue  # a mark on screen all along, written once
+            scenes.setdefault(scene, []).append(rank[part.split("-")[0] if part else "says"])
+        assert scenes and all(kinds == sorted(kinds) for kinds in scenes.values()), scenes
+        assert {k for kinds in scenes.values() for k in kinds} >= {0, 3}
