@@ -11,7 +11,7 @@ A clip's episodic lines are written in the order things happen in it (at the sam
 cut, text, speech), the order the training worlds write a scene in (:func:`m3agent.train.render.records`), so the
 control model reads a video's memory the way it learned to. Grouped by kind instead (everyone on screen, then
 every text, then all speech), the shipped model answered 37 of 101 questions about held-out world videos; in
-time order, 42 (docs/RESULTS.md).
+time order, 43 (docs/RESULTS.md).
 """
 
 from __future__ import annotations
