@@ -86,20 +86,3 @@ def test_a_clips_lines_are_written_in_the_order_things_happen_as_the_training_wo
         'At 00:45 <voice_21> says: "The ferry leaves at nine."',
     ]
 
-
-def test_the_training_worlds_write_a_scene_in_the_memorizers_order():
-    """The text memory the control model trains on lists each scene's lines in the order the memorizer writes a
-    video's lines of one second: who is on screen, a cut, text, then speech (and the names it gives)."""
-    from m3agent.train.render import records
-    from m3agent.train.worlds import generate_worlds
-
-    rank = {"screen": 0, "cut": 1, "text": 2, "says": 3, "name": 4}
-    for world in generate_worlds(3, 5):
-        scenes: dict[str, list[int]] = {}
-        for record in records(world):
-            scene, _, part = record.id.partition("/scene-")[2].partition("/")
-            if not scene:
-                continue  # a mark on screen all along, written once
-            scenes.setdefault(scene, []).append(rank[part.split("-")[0] if part else "says"])
-        assert scenes and all(kinds == sorted(kinds) for kinds in scenes.values()), scenes
-        assert {k for kinds in scenes.values() for k in kinds} >= {0, 3}

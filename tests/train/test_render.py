@@ -130,6 +130,21 @@ def test_records_are_the_spoken_scenes_as_the_memorizer_writes_speech_in_their_c
         records(silent)
 
 
+def test_the_training_worlds_write_a_scene_in_the_memorizers_order():
+    """The text memory the control model trains on lists each scene's lines in the order the memorizer writes a
+    video's lines of one second: who is on screen, a cut, text, then speech (and the names it gives)."""
+    rank = {"screen": 0, "cut": 1, "text": 2, "says": 3, "name": 4}
+    for world in generate_worlds(3, 5):
+        scenes: dict[str, list[int]] = {}
+        for record in records(world):
+            scene, _, part = record.id.partition("/scene-")[2].partition("/")
+            if not scene:
+                continue  # a mark on screen all along, written once
+            scenes.setdefault(scene, []).append(rank[part.split("-")[0] if part else "says"])
+        assert scenes and all(kinds == sorted(kinds) for kinds in scenes.values()), scenes
+        assert {k for kinds in scenes.values() for k in kinds} >= {0, 3}
+
+
 def test_records_become_a_memory_whose_clips_are_the_videos(tmp_path, embedder):
     config = Config()
     world = showing_text()
