@@ -68,12 +68,17 @@ def build_face(config: PerceptionConfig) -> Any:
     return _build("face", config.face_backend, config)
 
 
+def build_asr(config: PerceptionConfig) -> Any:
+    """The speech-recognition backend ``config.asr_backend`` names; None when it names none."""
+    return _build("asr", config.asr_backend, config) if config.asr_backend else None
+
+
 def build_perceiver(config: PerceptionConfig) -> Perceiver:
     from m3agent.perception.pipeline import Perceiver
 
     faces = build_face(config)
     voices = _build("voice", config.voice_backend, config) if config.voice_backend else None
-    asr = _build("asr", config.asr_backend, config) if config.asr_backend else None
+    asr = build_asr(config)
     text = _build("text", config.text_backend, config) if config.text_backend else None
     return Perceiver(faces, voices, asr, config, text)
 

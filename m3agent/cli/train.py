@@ -31,7 +31,8 @@ def cmd_train(args, config: Config) -> int:
     if args.what == "worlds":
         from m3agent.train.world_data import write_worlds
 
-        print_json(write_worlds(args.out, args.count, args.seed, config, render=args.render, photos_dir=args.photos))
+        print_json(write_worlds(args.out, args.count, args.seed, config, render=args.render, photos_dir=args.photos,
+                                hear=args.hear))
         return 0
     from dataclasses import replace
 
@@ -85,6 +86,9 @@ def add_commands(sub) -> None:
     p.add_argument("--render", choices=["text", "video"], default="text",
                    help="worlds: text memories (cheap) or videos memorized by the real pipeline")
     p.add_argument("--photos", default=None, help="worlds --render video: a folder of face photos")
+    p.add_argument("--hear", type=float, default=0.0,
+                   help="worlds --render text: share of worlds stored as speech recognition hears their lines "
+                        "(espeak-ng voices through the ASR backend, as in a video's memory)")
     p.add_argument("--data", default=None, help="control: train.parquet written by m3agent train-data")
     p.add_argument("--evidence", default=None, help="control: the worlds' evidence file (worlds.evidence.json)")
     p.add_argument("--worked", default=None,

@@ -57,6 +57,13 @@ def _wav_seconds(path: Path) -> float:
         return w.getnframes() / float(w.getframerate())
 
 
+def speak(text: str, voice: str, wav: str | Path, espeak: str = "") -> float:
+    """``text`` said by espeak-ng's ``voice`` (at the episodes' 150 words a minute) into ``wav``; its seconds."""
+    subprocess.run([espeak or _need("espeak-ng"), "-v", voice, "-s", "150", "-w", str(wav), text],
+                   check=True, capture_output=True)
+    return _wav_seconds(Path(wav))
+
+
 def build_episode(scenes: list[Scene], out_path: str | Path, *, width: int = 1280, height: int = 720,
                   fps: int = 25, speech_offset: float = 0.5) -> list[SceneTiming]:
     """Render ``scenes`` into ``out_path``; returns each scene's timing (and writes it as JSON beside)."""
@@ -76,9 +83,7 @@ def build_episode(scenes: list[Scene], out_path: str | Path, *, width: int = 128
                                check=True, capture_output=True)
                 speech = _wav_seconds(wav)
             elif scene.text and scene.voice:
-                subprocess.run([espeak, "-v", scene.voice, "-s", "150", "-w", str(wav), scene.text],
-                               check=True, capture_output=True)
-                speech = _wav_seconds(wav)
+                speech = speak(scene.text, scene.voice, wav, espeak)
             duration = max(scene.min_seconds, speech_offset + speech + scene.pause)
             part = tmpdir / f"s{i}.mp4"
             vf = (f"scale={width}:{height}:force_original_aspect_ratio=decrease,"

@@ -22,7 +22,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from m3agent.media.clock import clock
@@ -82,10 +82,12 @@ def speaker_labels(world: World) -> dict[str, str]:
     return {key: f"<character_{n}>" for n, key in enumerate(order, world.index % 5)}
 
 
-def records(world: World) -> list[TextRecord]:
+def records(world: World, heard: Mapping[int, str] | None = None) -> list[TextRecord]:
     """Each scene as the memorizer writes it, in the session of its 30-second clip: the speaker on screen
     (``<character_N> is on screen from MM:SS to MM:SS.``), a cut inside the clip, each row of text shown, the line
-    (``At MM:SS <character_N> says: "line"``) and one record a name the line gives; a mark once, in the last clip."""
+    (``At MM:SS <character_N> says: "line"``) and one record a name the line gives; a mark once, in the last clip.
+    ``heard`` (:func:`m3agent.train.hearing.heard_lines`): the lines as speech recognition heard them, names read
+    from those; a scene missing from it has no speech line, as in a video's memory."""
     from m3agent.memorize.grounded import person_on_screen_line, speech_line, stated_names
     from m3agent.memorize.on_screen import scene_change_line, screen_text_line
 
@@ -103,10 +105,11 @@ def records(world: World) -> list[TextRecord]:
         for n, shown in enumerate(s for s in world.shown_in(line.scene) if s.where != "mark"):
             out.extend(TextRecord(f"{rid}/text-{n}-{k}", screen_text_line(row, start, start + SCENE_SECONDS - 1),
                                   session=session) for k, row in enumerate(shown.text.split("\n")))
-        if line.speaker:
-            out.append(TextRecord(rid, speech_line(who, start, line.text), session=session))
+        said = line.text if heard is None else heard.get(line.scene, "")
+        if line.speaker and said:
+            out.append(TextRecord(rid, speech_line(who, start, said), session=session))
             out.extend(TextRecord(f"{rid}/name-{n}", f"{who}'s name is {name}", session=session)
-                       for n, name in enumerate(stated_names(line.text), 1))
+                       for n, name in enumerate(stated_names(said), 1))
     out.extend(TextRecord(f"{world.id}/mark-{n}", screen_text_line(mark.text, 0.0, world.duration - 1),
                           session=str(world.clips - 1)) for n, mark in enumerate(world.shown) if mark.where == "mark")
     if sorted({clip_of(line.scene) for line in world.scenes if line.speaker}) != list(range(world.clips)):  # a text memory numbers its clips by session

@@ -13,6 +13,8 @@ Two renderings:
 * ``text`` (fast): each world's lines stored as text records (:func:`m3agent.train.render.records`) through
   :meth:`~m3agent.memory.graph.MemoryGraph.remember`, in a text source cut into 30-second clips like the
   video (its clips carry the video's spans, so the control model reads the same ``CLIP_3 (01:30-02:00)``).
+  With ``hear``, a seeded share of them stores the lines as speech recognition hears them
+  (:mod:`m3agent.train.hearing`), kept in ``OUT/heard/WORLD.json``.
 * ``video`` (the real path): each world rendered into ``OUT/videos/WORLD.mp4`` (photos on screen, espeak-ng
   voices) and memorized by the real pipeline (faces, voices, speech recognition); a world already rendered or
   memorized is kept, so an interrupted run resumes.
@@ -25,10 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
 from m3agent.factory import SharedEmbedders, open_memory
-from m3agent.train.render import annotations, evidence, records, scenes, worked
+from m3agent.train.hearing import heard_lines
+from m3agent.train.render import VOICES, annotations, evidence, records, scenes, worked
 from m3agent.train.worlds import (
     BEFORE_CHANGE,
     CLIP_SECONDS,
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
     from m3agent.models.embed.base import TextEmbedder
 
 ANNOTATIONS, EVIDENCE, WORKED, SCRIPTS = "worlds.json", "worlds.evidence.json", "worlds.worked.json", "worlds.scripts.json"
+HEARD = "heard"  # OUT/heard/WORLD.json: {scene: what speech recognition heard}, for the worlds stored as heard
 RENDERS = ("text", "video")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
 
@@ -59,11 +64,15 @@ class WorldRenderError(M3AgentError, RuntimeError):
 
 
 def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config: Config, *, render: str = "text",
-                 photos_dir: str | os.PathLike[str] | None = None, progress: bool = True) -> dict[str, Any]:
+                 photos_dir: str | os.PathLike[str] | None = None, hear: float = 0.0,
+                 progress: bool = True) -> dict[str, Any]:
     """Worlds ``0 .. count - 1`` of ``seed`` written under ``out_dir`` (see the module); a summary: worlds,
-    questions (in all, per type, asked before a change), memories built and kept, seconds."""
+    questions (in all, per type, asked before a change), memories built and kept, seconds. ``hear``: with text
+    memories, the share of worlds (picked by seed) whose lines are stored as speech recognition hears them."""
     if render not in RENDERS:
         raise ValueError(f"render is one of {', '.join(RENDERS)}, not {render!r}")
+    if not 0.0 <= hear <= 1.0 or (hear and render != "text"):
+        raise ValueError(f"hear is a share from 0 to 1 of text-rendered worlds, not {hear!r} with {render!r}")
     started = time.perf_counter()
     out = Path(out_dir)
     memories = out / "memories"
@@ -75,10 +84,28 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
     _write_json(out / SCRIPTS, {world.id: world.to_dict() for world in worlds})
     built = kept = 0
     bar = _progress(worlds, render, progress)
+    heard_worlds = 0
     if render == "text":
         embedders = SharedEmbedders(config.embedder)  # one embedder for every DB
+        asr = None  # loads when the first world is heard
         for world in bar:
-            added = remember_world(world, memories / f"{world.id}.db", config, embedders=embedders)["added"]
+            heard = None
+            if is_heard(world, hear):
+                heard_file = out / HEARD / f"{world.id}.json"
+                if not heard_file.is_file():  # heard once, kept: a resumed run stores the same lines
+                    if asr is None:
+                        from m3agent.factory import build_asr
+
+                        asr = build_asr(config.memorize.perception)
+                        if asr is None:
+                            raise ValueError("hear needs a speech-recognition backend "
+                                             "(memorize.perception.asr_backend)")
+                    heard_file.parent.mkdir(exist_ok=True)
+                    _write_json(heard_file, heard_lines(world, asr, VOICES))
+                heard = {int(scene): text for scene, text in json.loads(heard_file.read_text("utf-8")).items()}
+                heard_worlds += 1
+            added = remember_world(world, memories / f"{world.id}.db", config, embedders=embedders,
+                                   heard=heard)["added"]
             built, kept = built + bool(added), kept + (not added)
     else:
         photos = photo_identities(photos_dir)
@@ -98,7 +125,7 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
         if stack is not None:
             stack[0].close()  # the perceiver's threads
     types = Counter(t for world in worlds for ask in world.asks for t in ask.types)
-    return {"worlds": len(worlds), "seed": seed, "render": render,
+    return {"worlds": len(worlds), "seed": seed, "render": render, "heard": heard_worlds,
             "questions": sum(len(world.asks) for world in worlds),
             "questions_per_type": {t: types[t] for t in TYPES},
             "before_change": sum(ask.kind == BEFORE_CHANGE for world in worlds for ask in world.asks),
@@ -106,14 +133,21 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
             "memories": str(memories), "seconds": round(time.perf_counter() - started, 3)}
 
 
+def is_heard(world: World, share: float) -> bool:
+    """Whether ``world`` is one of the ``share`` of its set stored as heard (a seeded draw per world)."""
+    return share > 0 and random.Random(f"{world.id}/heard").random() < share
+
+
 def remember_world(world: World, db: str | os.PathLike[str], config: Config, *,
-                   embedder: TextEmbedder | None = None, embedders: SharedEmbedders | None = None) -> dict[str, Any]:
+                   embedder: TextEmbedder | None = None, embedders: SharedEmbedders | None = None,
+                   heard: Mapping[int, str] | None = None) -> dict[str, Any]:
     """The world's lines as a text memory in ``db`` (created if new): a text source named by the world's id,
-    cut into 30-second clips (one session each) whose spans are the video's. Storing it again adds nothing."""
+    cut into 30-second clips (one session each) whose spans are the video's. Storing it again adds nothing.
+    ``heard``: the lines as speech recognition heard them (:func:`m3agent.train.hearing.heard_lines`)."""
     with open_memory(db, config, embedder=embedder, embedders=embedders, create=True) as graph:
         if not any(v.name == world.id for v in graph.videos()):  # a text source in the video's clips
             graph.add_video(world.id, None, world.duration, CLIP_SECONDS, {"kind": "text"})
-        report = graph.remember(world.id, records(world))
+        report = graph.remember(world.id, records(world, heard))
         video = graph.resolve_video(world.id)
         clips = graph.clips(video.id)
         if [c.id for c in clips] != list(range(world.clips)):
@@ -208,10 +242,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="the set's seed (default 0)")
     parser.add_argument("--render", choices=RENDERS, default="text", help="text memories (fast) or real videos")
     parser.add_argument("--photos", type=Path, help="video: a folder of photos, a subfolder per person")
+    parser.add_argument("--hear", type=float, default=0.0,
+                        help="text: share of worlds stored as speech recognition hears their lines (default 0)")
     parser.add_argument("--config", type=Path, help="a config TOML file")
     args = parser.parse_args(argv)
     summary = write_worlds(args.out, args.count, args.seed, load_config(args.config), render=args.render,
-                           photos_dir=args.photos)
+                           photos_dir=args.photos, hear=args.hear)
     print(json.dumps(summary, indent=2))
 
 
