@@ -28,13 +28,13 @@ CLIPS_A_CALL = 2  # the perceiver recognises two clips' speech in one pass
 def heard_lines(world: World, asr: ASRBackend, voices: dict[str, str]) -> dict[int, str]:
     """``{scene: what the recogniser heard of its line}``; a scene it heard nothing of is left out, as a video's
     memory would have no speech line for it. ``voices``: voice key -> espeak-ng voice."""
+    from m3agent.samples.synth import speak
+
     track = np.zeros(int(world.duration * SAMPLE_RATE), np.float32)
     with tempfile.TemporaryDirectory(prefix="m3hear-") as tmp:
         for line in world.scenes:
             if not line.speaker:
                 continue
-            from m3agent.samples.synth import speak
-
             wav = Path(tmp) / f"scene-{line.scene:02d}.wav"
             speak(line.text, voices[world.person(line.speaker).voice], wav)
             audio = _read_16k(wav)
