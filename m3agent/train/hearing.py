@@ -12,15 +12,14 @@ no frames, faces or voices.
 from __future__ import annotations
 
 import tempfile
-import wave
 from pathlib import Path
 
 import numpy as np
 
+from m3agent.media.clips import SAMPLE_RATE, audio_excerpt
 from m3agent.perception.asr.base import ASRBackend
 from m3agent.train.worlds import CLIP_SECONDS, SCENE_SECONDS, World, scene_start
 
-SAMPLE_RATE = 16_000
 SPEECH_OFFSET = 0.5  # seconds into its scene a line starts, as build_episode places it
 CLIPS_A_CALL = 2  # the perceiver recognises two clips' speech in one pass
 
@@ -37,9 +36,8 @@ def heard_lines(world: World, asr: ASRBackend, voices: dict[str, str]) -> dict[i
                 continue
             wav = Path(tmp) / f"scene-{line.scene:02d}.wav"
             speak(line.text, voices[world.person(line.speaker).voice], wav)
-            audio = _read_16k(wav)
-            at = int((scene_start(line.scene) + SPEECH_OFFSET) * SAMPLE_RATE)
-            audio = audio[: max(0, int((scene_start(line.scene) + SCENE_SECONDS) * SAMPLE_RATE) - at)]
+            audio = audio_excerpt(wav, 0.0, SCENE_SECONDS - SPEECH_OFFSET)  # a line never runs past its scene
+            at = round((scene_start(line.scene) + SPEECH_OFFSET) * SAMPLE_RATE)
             track[at: at + audio.size] = audio
     clip = int(CLIP_SECONDS * SAMPLE_RATE)
     clips = [track[start: start + clip] for start in range(0, track.size, clip)]
@@ -51,15 +49,3 @@ def heard_lines(world: World, asr: ASRBackend, voices: dict[str, str]) -> dict[i
                 heard.setdefault(int(second // SCENE_SECONDS), []).append(segment.text)
     return {scene: " ".join(texts) for scene, texts in sorted(heard.items())}
 
-
-def _read_16k(path: Path) -> np.ndarray:
-    """A mono 16-bit WAV as float32 samples at 16 kHz."""
-    from scipy.signal import resample_poly
-
-    with wave.open(str(path)) as w:
-        rate, raw = w.getframerate(), w.readframes(w.getnframes())
-    audio = np.frombuffer(raw, np.int16).astype(np.float32) / 32768.0
-    if rate == SAMPLE_RATE:
-        return audio
-    divisor = np.gcd(rate, SAMPLE_RATE)
-    return resample_poly(audio, SAMPLE_RATE // divisor, rate // divisor).astype(np.float32)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
-from m3agent.factory import SharedEmbedders, open_memory
+from m3agent.factory import SharedEmbedders, build_asr, open_memory
 from m3agent.train.hearing import heard_lines
 from m3agent.train.render import VOICES, annotations, evidence, records, scenes, worked
 from m3agent.train.worlds import (
@@ -87,23 +87,10 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
     heard_worlds = 0
     if render == "text":
         embedders = SharedEmbedders(config.embedder)  # one embedder for every DB
-        asr = None  # loads when the first world is heard
+        hearing = _Hearing(out / HEARD, config)
         for world in bar:
-            heard = None
-            if is_heard(world, hear):
-                heard_file = out / HEARD / f"{world.id}.json"
-                if not heard_file.is_file():  # heard once, kept: a resumed run stores the same lines
-                    if asr is None:
-                        from m3agent.factory import build_asr
-
-                        asr = build_asr(config.memorize.perception)
-                        if asr is None:
-                            raise ValueError("hear needs a speech-recognition backend "
-                                             "(memorize.perception.asr_backend)")
-                    heard_file.parent.mkdir(exist_ok=True)
-                    _write_json(heard_file, heard_lines(world, asr, VOICES))
-                heard = {int(scene): text for scene, text in json.loads(heard_file.read_text("utf-8")).items()}
-                heard_worlds += 1
+            heard = hearing(world) if is_heard(world, hear) else None
+            heard_worlds += heard is not None
             added = remember_world(world, memories / f"{world.id}.db", config, embedders=embedders,
                                    heard=heard)["added"]
             built, kept = built + bool(added), kept + (not added)
@@ -131,6 +118,28 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
             "before_change": sum(ask.kind == BEFORE_CHANGE for world in worlds for ask in world.asks),
             "memories_built": built, "memories_kept": kept, "annotations": str(out / ANNOTATIONS),
             "memories": str(memories), "seconds": round(time.perf_counter() - started, 3)}
+
+
+class _Hearing:
+    """A world's lines as speech recognition heard them, heard once and kept in ``DIR/WORLD.json`` so a resumed
+    run stores the same lines; the recogniser loads when the first world is heard."""
+
+    def __init__(self, directory: Path, config: Config):
+        self._dir, self._config, self._asr = directory, config, None
+
+    def __call__(self, world: World) -> dict[int, str]:
+        kept = self._dir / f"{world.id}.json"
+        if not kept.is_file():
+            self._dir.mkdir(exist_ok=True)
+            _write_json(kept, heard_lines(world, self._recogniser(), VOICES))
+        return {int(scene): text for scene, text in json.loads(kept.read_text("utf-8")).items()}
+
+    def _recogniser(self):
+        if self._asr is None:
+            self._asr = build_asr(self._config.memorize.perception)
+            if self._asr is None:
+                raise ValueError("hear needs a speech-recognition backend (memorize.perception.asr_backend)")
+        return self._asr
 
 
 def is_heard(world: World, share: float) -> bool:

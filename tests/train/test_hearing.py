@@ -81,9 +81,9 @@ def test_a_seeded_share_of_worlds_is_heard():
 
 
 def test_write_worlds_stores_heard_worlds_through_the_configured_recogniser(tmp_path, monkeypatch):
-    import m3agent.factory
+    from m3agent.train import world_data
 
-    monkeypatch.setattr(m3agent.factory, "build_asr", lambda config: WhereSpeechIs())
+    monkeypatch.setattr(world_data, "build_asr", lambda config: WhereSpeechIs())
     config = hashing_config()
     summary = write_worlds(tmp_path / "set", 2, 9, config, hear=1.0, progress=False)
     assert summary["heard"] == 2 and summary["memories_built"] == 2
@@ -95,7 +95,7 @@ def test_write_worlds_stores_heard_worlds_through_the_configured_recogniser(tmp_
     heard = tmp_path / "set" / "heard"
     assert sorted(p.stem for p in heard.glob("*.json")) == [w.id for w in generate_worlds(2, 9)]
     (tmp_path / "set" / "memories" / "world-9-00001.db").unlink()  # a run stopped mid-world resumes
-    monkeypatch.setattr(m3agent.factory, "build_asr", lambda config: pytest.fail("heard again"))
+    monkeypatch.setattr(world_data, "build_asr", lambda config: pytest.fail("heard again"))
     again = write_worlds(tmp_path / "set", 2, 9, config, hear=1.0, progress=False)
     assert (again["heard"], again["memories_built"], again["memories_kept"]) == (2, 1, 1)
 
