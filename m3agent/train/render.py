@@ -28,7 +28,7 @@ from pathlib import Path
 from m3agent.media.clock import clock
 from m3agent.memory.text_sources import TextRecord
 from m3agent.samples.synth import Scene
-from m3agent.train.worlds import CLIP_SECONDS, SCENE_SECONDS, World, clip_of, scene_start
+from m3agent.train.worlds import CLIP_SECONDS, SCENE_SECONDS, Ask, World, clip_of, scene_start
 
 #: voice key (:data:`m3agent.train.worlds.VOICE_KEYS`) -> espeak-ng voice: the mini M3-Bench's three, and more
 VOICES = {"man_us": "en-us+m3", "man_gb": "en-gb-x-rp+m7", "man_scot": "en-gb-scotland+m1",
@@ -39,12 +39,17 @@ def question_id(world: World, number: int) -> str:
     return f"{world.id}_Q{number:02d}"
 
 
-def annotations(worlds: Iterable[World]) -> dict:
-    """``{world id: {video_path, mem_path, qa_list}}``: M3-Bench's robot schema, one video a world."""
+def annotations(worlds: Iterable[World], heard: Mapping[str, Mapping[int, str]] | None = None) -> dict:
+    """``{world id: {video_path, mem_path, qa_list}}``: M3-Bench's robot schema, one video a world. ``heard``:
+    ``{world id: its lines as heard}``; a question about a heard world whose answer the hearing lost
+    (:func:`answer_heard`) is left out: its gold reply would teach the model to answer what its notes do not hold."""
+    heard = heard or {}
     out = {}
     for world in worlds:
         qa_list = []
         for number, ask in enumerate(world.asks, 1):
+            if world.id in heard and not answer_heard(world, ask, heard[world.id]):
+                continue
             at = world.asked_at(ask)
             lines = "; ".join(_evidence_text(world, s) for s in ask.scenes)
             qa_list.append({"question": ask.question, "answer": ask.answer, "question_id": question_id(world, number),
@@ -60,6 +65,23 @@ def _evidence_text(world: World, scene: int) -> str:
     shown = " / ".join(s.text.replace("\n", " / ") for s in world.shown_in(scene) if not s.noise)
     return f"scene {scene} at {clock(scene_start(scene))}: \"{world.scenes[scene].text}\"" + (
         f" (on screen: \"{shown}\")" if shown else "")
+
+
+def answer_heard(world: World, ask: Ask, heard: Mapping[int, str]) -> bool:
+    """Whether each spoken line of ``ask``'s evidence, as heard, still holds its part of the answer: of the answer's
+    words (its working's, for a total) that the line says, at least half heard, and every number."""
+    from m3agent.eval.judge import normalized_tokens
+
+    answer = set(normalized_tokens(ask.worked or ask.answer))
+    lines = {line.scene: line for line in world.scenes}
+    for scene in ask.scenes:
+        if not lines[scene].speaker:
+            continue
+        said = answer & set(normalized_tokens(lines[scene].text))
+        kept = said & set(normalized_tokens(heard.get(scene, "")))
+        if 2 * len(kept) < len(said) or any(word.isdigit() and word not in kept for word in said):
+            return False
+    return True
 
 
 def evidence(worlds: Iterable[World]) -> dict[str, list[int]]:

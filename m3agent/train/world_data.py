@@ -14,7 +14,8 @@ Two renderings:
   :meth:`~m3agent.memory.graph.MemoryGraph.remember`, in a text source cut into 30-second clips like the
   video (its clips carry the video's spans, so the control model reads the same ``CLIP_3 (01:30-02:00)``).
   With ``hear``, a seeded share of them stores the lines as speech recognition hears them
-  (:mod:`m3agent.train.hearing`), kept in ``OUT/heard/WORLD.json``.
+  (:mod:`m3agent.train.hearing`), kept in ``OUT/heard/WORLD.json``; a question whose answer the hearing lost is
+  left out of ``worlds.json`` (:func:`m3agent.train.render.answer_heard`).
 * ``video`` (the real path): each world rendered into ``OUT/videos/WORLD.mp4`` (photos on screen, espeak-ng
   voices) and memorized by the real pipeline (faces, voices, speech recognition); a world already rendered or
   memorized is kept, so an interrupted run resumes.
@@ -84,16 +85,22 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
     _write_json(out / SCRIPTS, {world.id: world.to_dict() for world in worlds})
     built = kept = 0
     bar = _progress(worlds, render, progress)
-    heard_worlds = 0
+    heard_worlds = lost = 0
     if render == "text":
         embedders = SharedEmbedders(config.embedder)  # one embedder for every DB
-        hearing = _Hearing(out / HEARD, config)
+        hearing, heard_by_world = _Hearing(out / HEARD, config), {}
         for world in bar:
             heard = hearing(world) if is_heard(world, hear) else None
-            heard_worlds += heard is not None
+            if heard is not None:
+                heard_by_world[world.id] = heard
             added = remember_world(world, memories / f"{world.id}.db", config, embedders=embedders,
                                    heard=heard)["added"]
             built, kept = built + bool(added), kept + (not added)
+        if heard_by_world:  # the questions whose answers the hearing lost go
+            asked = annotations(worlds, heard_by_world)
+            _write_json(out / ANNOTATIONS, asked)
+            lost = sum(len(world.asks) for world in worlds) - sum(len(v["qa_list"]) for v in asked.values())
+        heard_worlds = len(heard_by_world)
     else:
         photos = photo_identities(photos_dir)
         stack = None  # the models load when the first world needs memorizing
@@ -113,7 +120,7 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
             stack[0].close()  # the perceiver's threads
     types = Counter(t for world in worlds for ask in world.asks for t in ask.types)
     return {"worlds": len(worlds), "seed": seed, "render": render, "heard": heard_worlds,
-            "questions": sum(len(world.asks) for world in worlds),
+            "questions": sum(len(world.asks) for world in worlds) - lost, "lost_in_hearing": lost,
             "questions_per_type": {t: types[t] for t in TYPES},
             "before_change": sum(ask.kind == BEFORE_CHANGE for world in worlds for ask in world.asks),
             "memories_built": built, "memories_kept": kept, "annotations": str(out / ANNOTATIONS),

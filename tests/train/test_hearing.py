@@ -2,6 +2,7 @@
 30-second clips a call, each scene's words stored in place of its script line."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -9,9 +10,9 @@ import pytest
 from m3agent.factory import open_memory
 from m3agent.perception.asr.base import ASRBackend, Segment
 from m3agent.train.hearing import SAMPLE_RATE, heard_lines
-from m3agent.train.render import VOICES, records, speaker_labels
+from m3agent.train.render import VOICES, annotations, answer_heard, records, speaker_labels
 from m3agent.train.world_data import is_heard, write_worlds
-from m3agent.train.worlds import Line, generate_world, generate_worlds
+from m3agent.train.worlds import Ask, Line, generate_world, generate_worlds
 from tests.train.test_render import hashing_config
 
 
@@ -71,6 +72,26 @@ def test_records_store_the_heard_lines_and_read_names_from_them():
     assert len(on_screen) == 3  # scene 1 was heard as nothing: its speaker is still on screen, no line is said
 
 
+def test_a_question_whose_answer_the_hearing_lost_is_left_out():
+    world = small_world()
+    first = world.scenes[0]
+    line = dataclasses.replace(first, text="I bought four plates at the market.")
+    world = dataclasses.replace(world, scenes=(line, *world.scenes[1:]), asks=(
+        Ask("What did they buy?", "Four plates.", ("multi-detail",), (0,)),
+        Ask("How many plates in all?", "Seven.", ("multi-detail",), (0, 2), worked="4 + 3 = 7 plates."),
+        Ask("What did the second speaker say?", world.scenes[1].text, ("multi-detail",), (1,))))
+    plates, total, _ = world.asks
+    assert answer_heard(world, plates, {0: "I bot four plate at the market."})  # half the words and the number
+    assert not answer_heard(world, plates, {0: "I bought for plates at the market."})  # the number is lost
+    assert not answer_heard(world, plates, {})  # heard as nothing
+    assert answer_heard(world, total, {0: "I bought 4 plates."})  # a silent scene holds no part of the answer
+    assert not answer_heard(world, total, {0: "I bought plates."})
+    heard = {0: "I bought for plates.", 1: world.scenes[1].text}
+    (qa,) = annotations([world], {world.id: heard})[world.id]["qa_list"]
+    assert qa["question"] == "What did the second speaker say?" and qa["question_id"].endswith("_Q03")  # ids kept
+    assert len(annotations([world], {})[world.id]["qa_list"]) == 3  # a world not heard keeps every question
+
+
 def test_a_seeded_share_of_worlds_is_heard():
     worlds = generate_worlds(400, 11)
     picked = [is_heard(w, 0.5) for w in worlds]
@@ -87,6 +108,10 @@ def test_write_worlds_stores_heard_worlds_through_the_configured_recogniser(tmp_
     config = hashing_config()
     summary = write_worlds(tmp_path / "set", 2, 9, config, hear=1.0, progress=False)
     assert summary["heard"] == 2 and summary["memories_built"] == 2
+    asked = json.loads((tmp_path / "set" / "worlds.json").read_text("utf-8"))
+    kept = sum(len(v["qa_list"]) for v in asked.values())
+    assert kept == summary["questions"] and summary["lost_in_hearing"] > 0  # "speech from 0.5" holds no answer
+    assert kept + summary["lost_in_hearing"] == sum(len(w.asks) for w in generate_worlds(2, 9))
     for world in generate_worlds(2, 9):
         with open_memory(tmp_path / "set" / "memories" / f"{world.id}.db", config, readonly=True) as graph:
             (video,) = graph.videos()
