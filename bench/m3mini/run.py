@@ -66,12 +66,30 @@ def run(control: str, out: Path, quiet: bool = False, cache: Path = CACHE, feedb
     args = ["bench", "m3", "--annotations", str(ANNOTATIONS), "--memories", str(cache / "memories"), "--videos",
             str(videos), "--out", str(out), "--title", f"mini M3-Bench ({control} control)"]
     overrides = CONTROLS[control]
+    _drop_if_other_adapter(out, overrides)
     if feedback is not None:
         args += ["--feedback"] + (["--correction-rate", str(feedback)] if feedback >= 0 else [])
     code = main(overrides + args + (["--quiet"] if quiet else []))
     if code != 0:
         raise SystemExit(f"m3agent bench m3 failed with exit code {code}")
     return json.loads((out / ("feedback.json" if feedback is not None else "summary.json")).read_text())
+
+
+def _drop_if_other_adapter(out: Path, overrides: list[str]) -> None:
+    """This runner's results folder for a control model is its own: when the adapter file that model applies has
+    changed since (a newly shipped adapter), the old answers go and the run starts over (``bench m3`` would refuse
+    the folder rather than reuse them)."""
+    from m3agent.config import load_config
+    from m3agent.files.outfolder import MARKER
+    from m3agent.jobs.m3bench import adapter_identity
+
+    marker = out / MARKER
+    if not marker.is_file():
+        return
+    before = (json.loads(marker.read_text("utf-8")).get("belongs") or {}).get("control.chat.adapter file")
+    config = load_config(None, {}, overrides[1::2])  # ["--set", "k=v", ...]
+    if before != adapter_identity(config.control.chat):
+        shutil.rmtree(out)
 
 
 #: control model -> the settings that pick it: the shipped trained adapter (the default), the bundled model without

@@ -184,6 +184,23 @@ def adapter_label(chat) -> str:
     return " + the shipped control adapter" if chat.adapter == BUNDLED_ADAPTER else f" + adapter {chat.adapter}"
 
 
+def adapter_identity(chat) -> str:
+    """The content of the adapter file the control model applies (a fingerprint; "" for none): the setting
+    ``control.chat.adapter=bundled`` names whatever adapter is shipped, so a run's answers must not be reused after
+    that file changed."""
+    from m3agent.factory import chat_backend
+    from m3agent.models.bundled import chat_adapter
+
+    backend = chat_backend(chat.backend)
+    if backend not in ("llamacpp", "transformers"):
+        return ""
+    path = chat_adapter(chat.adapter, chat.model, "gguf" if backend == "llamacpp" else "peft")
+    if not path:
+        return ""
+    weights = Path(path) / "adapter_model.safetensors" if Path(path).is_dir() else Path(path)
+    return content_fingerprint(weights) if weights.is_file() else str(path)
+
+
 def run_context(request: M3BenchRequest, config: Config) -> dict[str, str]:
     """What produced the numbers, written at the top of the report: the command, the control model and its
     settings, the machine and the date."""
@@ -226,11 +243,13 @@ def run_context(request: M3BenchRequest, config: Config) -> dict[str, str]:
 def run_identity(items: Sequence[BenchItem], setup: BenchSetup) -> dict:
     """What the answers of a run folder depend on, so a re-run reuses them only where these are the same: the
     questions (the annotation file as read, with its format and evidence; --limit and --duration take a part of
-    it), the memories, the control loop's settings with its search and embedder. Not the judge: each verdict
+    it), the memories, the control loop's settings with its search and embedder, the adapter file's content. Not
+    the judge: each verdict
     carries its judge's label, and another judge judges the kept answers again."""
     config = setup.config
     return {"annotation questions": setup.questions or fingerprint(list(items)),
             "memories": str(setup.memories.resolve()), **settings(config.control, "control"),
+            "control.chat.adapter file": adapter_identity(config.control.chat),
             **settings(config.memory.search, "memory.search"), **settings(config.memory.index, "memory.index"),
             **settings(config.embedder, "embedder")}
 

@@ -94,3 +94,18 @@ def test_the_mini_benchmark_runs_end_to_end_with_the_embedded_stack(tmp_path):
     # memory, search brings it back, and the scripted answerer reads it off the line
     on_screen = scripted["by_video"]["m3mini_platforms"]
     assert on_screen["correct"] >= on_screen["total"] - 1
+
+
+def test_results_of_another_adapter_are_dropped_not_reused(tmp_path):
+    from bench.m3mini.run import CONTROLS, _drop_if_other_adapter
+    from m3agent.files.outfolder import MARKER
+
+    out = tmp_path / "out-embedded"
+    out.mkdir()
+    (out / MARKER).write_text(json.dumps({"command": "bench m3", "belongs": {"control.chat.adapter file": "old"}}))
+    _drop_if_other_adapter(out, CONTROLS["untrained"])  # no adapter now: the old answers go
+    assert not out.exists()
+    out.mkdir()
+    (out / MARKER).write_text(json.dumps({"command": "bench m3", "belongs": {"control.chat.adapter file": ""}}))
+    _drop_if_other_adapter(out, CONTROLS["untrained"])  # the same (none): kept, so a stopped run resumes
+    assert (out / MARKER).is_file()

@@ -362,3 +362,21 @@ def test_a_report_names_the_control_models_adapter_where_one_is_applied():
     assert adapter_label(ChatConfig()) == ""  # the untrained model
     assert adapter_label(ChatConfig(backend="openai", adapter="bundled")) == ""  # a server's model: none applied
     assert adapter_label(ChatConfig(model="/m/other.gguf", adapter="bundled")) == ""  # another base: none applied
+
+
+def test_a_run_folder_belongs_to_the_adapter_files_content_not_only_its_setting(tmp_path):
+    from m3agent.config import ChatConfig
+    from m3agent.jobs.m3bench import adapter_identity
+
+    adapter = tmp_path / "adapter.gguf"
+    adapter.write_bytes(b"lora weights, first training")
+    first = adapter_identity(ChatConfig(backend="llamacpp", adapter=str(adapter)))
+    adapter.write_bytes(b"lora weights, trained again")  # a newly shipped adapter under the same setting
+    assert first and adapter_identity(ChatConfig(backend="llamacpp", adapter=str(adapter))) != first
+    peft = tmp_path / "peft"
+    peft.mkdir()
+    (peft / "adapter_model.safetensors").write_bytes(b"tensors")
+    assert adapter_identity(ChatConfig(backend="transformers", adapter=str(peft)))
+    assert adapter_identity(ChatConfig(backend="llamacpp", adapter="bundled"))  # the shipped one, by content
+    assert adapter_identity(ChatConfig(backend="llamacpp")) == ""  # the untrained model
+    assert adapter_identity(ChatConfig(backend="openai", adapter="bundled")) == ""  # a server's model: none applied
