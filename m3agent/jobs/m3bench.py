@@ -173,13 +173,20 @@ def bench_setup(request: M3BenchRequest, config: Config, questions: str = "", *,
                       progress=progress, **extra)
 
 
-def adapter_label(chat) -> str:
-    """How a report names the control model's adapter: the one its local backend applies (none: nothing)."""
+def applied_adapter(chat) -> str:
+    """The adapter the control model's local backend applies, in that backend's form (none: "")."""
     from m3agent.factory import chat_backend
     from m3agent.models.bundled import chat_adapter
 
-    if chat_backend(chat.backend) not in ("llamacpp", "transformers") or not chat_adapter(chat.adapter, chat.model,
-                                                                                          "gguf"):
+    backend = chat_backend(chat.backend)
+    if backend not in ("llamacpp", "transformers"):
+        return ""
+    return chat_adapter(chat.adapter, chat.model, "gguf" if backend == "llamacpp" else "peft")
+
+
+def adapter_label(chat) -> str:
+    """How a report names the control model's adapter: the one its local backend applies (none: nothing)."""
+    if not applied_adapter(chat):
         return ""
     return " + the shipped control adapter" if chat.adapter == BUNDLED_ADAPTER else f" + adapter {chat.adapter}"
 
@@ -188,13 +195,7 @@ def adapter_identity(chat) -> str:
     """The content of the adapter file the control model applies (a fingerprint; "" for none): the setting
     ``control.chat.adapter=bundled`` names whatever adapter is shipped, so a run's answers must not be reused after
     that file changed."""
-    from m3agent.factory import chat_backend
-    from m3agent.models.bundled import chat_adapter
-
-    backend = chat_backend(chat.backend)
-    if backend not in ("llamacpp", "transformers"):
-        return ""
-    path = chat_adapter(chat.adapter, chat.model, "gguf" if backend == "llamacpp" else "peft")
+    path = applied_adapter(chat)
     if not path:
         return ""
     weights = Path(path) / "adapter_model.safetensors" if Path(path).is_dir() else Path(path)
