@@ -47,9 +47,7 @@ def annotations(worlds: Iterable[World], heard: Mapping[str, Mapping[int, str]] 
     out = {}
     for world in worlds:
         qa_list = []
-        for number, ask in enumerate(world.asks, 1):
-            if world.id in heard and not answer_heard(world, ask, heard[world.id]):
-                continue
+        for number, ask in kept_asks(world, heard.get(world.id)):
             at = world.asked_at(ask)
             lines = "; ".join(_evidence_text(world, s) for s in ask.scenes)
             qa_list.append({"question": ask.question, "answer": ask.answer, "question_id": question_id(world, number),
@@ -58,6 +56,13 @@ def annotations(worlds: Iterable[World], heard: Mapping[str, Mapping[int, str]] 
         out[world.id] = {"video_path": f"videos/{world.id}.mp4", "mem_path": f"memories/{world.id}.db",
                          "qa_list": qa_list}
     return out
+
+
+def kept_asks(world: World, heard: Mapping[int, str] | None = None) -> list[tuple[int, Ask]]:
+    """``world``'s questions with their numbers (from 1) that its annotations keep: all of them, or with its lines
+    ``heard``, those whose answer the hearing did not lose (:func:`answer_heard`)."""
+    return [(number, ask) for number, ask in enumerate(world.asks, 1)
+            if heard is None or answer_heard(world, ask, heard)]
 
 
 def _evidence_text(world: World, scene: int) -> str:

@@ -41,7 +41,7 @@ from m3agent.config import Config
 from m3agent.errors import M3AgentError
 from m3agent.factory import SharedEmbedders, build_asr, open_memory
 from m3agent.train.hearing import heard_lines
-from m3agent.train.render import VOICES, annotations, evidence, records, scenes, worked
+from m3agent.train.render import VOICES, annotations, evidence, kept_asks, records, scenes, worked
 from m3agent.train.worlds import (
     BEFORE_CHANGE,
     CLIP_SECONDS,
@@ -85,10 +85,10 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
     _write_json(out / SCRIPTS, {world.id: world.to_dict() for world in worlds})
     built = kept = 0
     bar = _progress(worlds, render, progress)
-    heard_worlds = lost = 0
+    heard_by_world: dict[str, dict[int, str]] = {}
     if render == "text":
         embedders = SharedEmbedders(config.embedder)  # one embedder for every DB
-        hearing, heard_by_world = _Hearing(out / HEARD, config), {}
+        hearing = _Hearing(out / HEARD, config)
         for world in bar:
             heard = hearing(world) if is_heard(world, hear) else None
             if heard is not None:
@@ -97,10 +97,7 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
                                    heard=heard)["added"]
             built, kept = built + bool(added), kept + (not added)
         if heard_by_world:  # the questions whose answers the hearing lost go
-            asked = annotations(worlds, heard_by_world)
-            _write_json(out / ANNOTATIONS, asked)
-            lost = sum(len(world.asks) for world in worlds) - sum(len(v["qa_list"]) for v in asked.values())
-        heard_worlds = len(heard_by_world)
+            _write_json(out / ANNOTATIONS, annotations(worlds, heard_by_world))
     else:
         photos = photo_identities(photos_dir)
         stack = None  # the models load when the first world needs memorizing
@@ -118,11 +115,12 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
             built += 1
         if stack is not None:
             stack[0].close()  # the perceiver's threads
-    types = Counter(t for world in worlds for ask in world.asks for t in ask.types)
-    return {"worlds": len(worlds), "seed": seed, "render": render, "heard": heard_worlds,
-            "questions": sum(len(world.asks) for world in worlds) - lost, "lost_in_hearing": lost,
+    asks = [ask for world in worlds for _, ask in kept_asks(world, heard_by_world.get(world.id))]
+    types = Counter(t for ask in asks for t in ask.types)
+    return {"worlds": len(worlds), "seed": seed, "render": render, "heard": len(heard_by_world),
+            "questions": len(asks), "lost_in_hearing": sum(len(world.asks) for world in worlds) - len(asks),
             "questions_per_type": {t: types[t] for t in TYPES},
-            "before_change": sum(ask.kind == BEFORE_CHANGE for world in worlds for ask in world.asks),
+            "before_change": sum(ask.kind == BEFORE_CHANGE for ask in asks),
             "memories_built": built, "memories_kept": kept, "annotations": str(out / ANNOTATIONS),
             "memories": str(memories), "seconds": round(time.perf_counter() - started, 3)}
 

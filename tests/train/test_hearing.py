@@ -10,9 +10,16 @@ import pytest
 from m3agent.factory import open_memory
 from m3agent.perception.asr.base import ASRBackend, Segment
 from m3agent.train.hearing import SAMPLE_RATE, heard_lines
-from m3agent.train.render import VOICES, annotations, answer_heard, records, speaker_labels
+from m3agent.train.render import (
+    VOICES,
+    annotations,
+    answer_heard,
+    question_id,
+    records,
+    speaker_labels,
+)
 from m3agent.train.world_data import is_heard, write_worlds
-from m3agent.train.worlds import Ask, Line, generate_world, generate_worlds
+from m3agent.train.worlds import BEFORE_CHANGE, Ask, Line, generate_world, generate_worlds
 from tests.train.test_render import hashing_config
 
 
@@ -112,6 +119,10 @@ def test_write_worlds_stores_heard_worlds_through_the_configured_recogniser(tmp_
     kept = sum(len(v["qa_list"]) for v in asked.values())
     assert kept == summary["questions"] and summary["lost_in_hearing"] > 0  # "speech from 0.5" holds no answer
     assert kept + summary["lost_in_hearing"] == sum(len(w.asks) for w in generate_worlds(2, 9))
+    qas = [qa for v in asked.values() for qa in v["qa_list"]]  # the summary counts the questions it kept
+    assert sum(summary["questions_per_type"].values()) == sum(len(qa["type"]) for qa in qas)
+    kinds = {question_id(w, n): ask.kind for w in generate_worlds(2, 9) for n, ask in enumerate(w.asks, 1)}
+    assert summary["before_change"] == sum(kinds[qa["question_id"]] == BEFORE_CHANGE for qa in qas)
     for world in generate_worlds(2, 9):
         with open_memory(tmp_path / "set" / "memories" / f"{world.id}.db", config, readonly=True) as graph:
             (video,) = graph.videos()
