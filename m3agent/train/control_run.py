@@ -40,6 +40,8 @@ class ControlTraining:
     warm_epochs: int = 1
     warm_learning_rate: float = 2e-4
     warm_batch: int = 4
+    #: recompute activations in the warm start's backward pass (:func:`m3agent.train.sft.warm_start`)
+    checkpointing: bool = True
     lessons: float = 0.3  # share of tasks shown feedback lessons (:mod:`m3agent.train.lessons`); 0: none
     corrections: float = OWN_SHARE  # of those, the share also shown a correction of their own question
     rounds: int = 3  # control rounds an episode may take while training (inference keeps control.max_rounds)
@@ -157,6 +159,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
 
             losses = warm_start(model, gold, pad=tokenizer.pad_token_id, epochs=settings.warm_epochs,
                                 learning_rate=settings.warm_learning_rate, batch_size=settings.warm_batch,
+                                checkpointing=settings.checkpointing,
                                 seed=settings.grpo.seed, on_step=step)
         notice(f"warm start: loss {losses[0]:.3f} -> {losses[-1]:.3f} over {len(losses)} steps")
         model.save_pretrained(str(warm_dir))

@@ -47,14 +47,19 @@ def learned_loss(model, ids, mask, labels):
 
 
 def warm_start(model, examples: Sequence[Rollout], *, pad: int, epochs: int = 1, learning_rate: float = 2e-4,
-               batch_size: int = 4, seed: int = 0, on_step: Callable[[int, float], None] | None = None) -> list[float]:
-    """Train ``model``'s trainable weights on ``examples``; returns the loss of every step."""
+               batch_size: int = 4, seed: int = 0, checkpointing: bool = True,
+               on_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """Train ``model``'s trainable weights on ``examples``; returns the loss of every step. ``checkpointing``: keep
+    one layer's activations at a time and recompute the rest in the backward pass (the same gradients): a batch of
+    long episodes otherwise holds every layer's, about three times the memory for barely less time."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=learning_rate)
     order = list(examples)
     losses: list[float] = []
+    if checkpointing:
+        _checkpointing(model, True)
     model.train()
     for epoch in range(epochs):
         random.Random(f"{seed}:{epoch}").shuffle(order)
@@ -67,5 +72,19 @@ def warm_start(model, examples: Sequence[Rollout], *, pad: int, epochs: int = 1,
             losses.append(loss.item())
             if on_step:
                 on_step(len(losses), losses[-1])
+    if checkpointing:
+        _checkpointing(model, False)
     model.eval()
     return losses
+
+
+def _checkpointing(model, on: bool) -> None:
+    """Recompute activations in the backward pass (``on``) or keep them: transformers 5 names it "activation
+    checkpointing", earlier releases "gradient checkpointing"."""
+    new = hasattr(model, "activation_checkpointing_enable")
+    if not on:
+        (model.activation_checkpointing_disable if new else model.gradient_checkpointing_disable)()
+    elif new:
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

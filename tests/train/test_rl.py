@@ -155,3 +155,22 @@ def test_the_warm_start_loss_on_learned_positions_alone_is_the_full_causal_loss(
     finally:
         model.train(was_training)
     assert torch.allclose(full, fast, rtol=1e-4, atol=1e-5)
+
+
+def test_the_warm_start_recomputing_activations_learns_the_same_weights(world):
+    config, graph, tok, _ = world
+    import torch
+
+    gold = ControlRollouts(tok, _env_for(config, graph)).replay(TASKS, gold_reply)
+    learned = []
+    for checkpointing in (False, True):
+        torch.manual_seed(3)  # the same new adapter both times; no dropout, so the passes differ only in memory
+        model = with_adapter(load_base()[1], LoraSettings(rank=4, alpha=8, dropout=0.0, targets=("q_proj", "v_proj")))
+        losses = warm_start(model, gold, pad=tok.pad_token_id, batch_size=2, learning_rate=1e-3,
+                            checkpointing=checkpointing)
+        named = "activation" if hasattr(model, "activation_checkpointing_enable") else "gradient"  # transformers 5: activation
+        assert not getattr(model, f"is_{named}_checkpointing")  # GRPO after it runs as it did
+        learned.append((losses, {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}))
+    (plain, plain_weights), (recomputed, recomputed_weights) = learned
+    assert recomputed == pytest.approx(plain, rel=1e-5)
+    assert all(torch.allclose(recomputed_weights[n], w, atol=1e-6) for n, w in plain_weights.items())
