@@ -40,8 +40,9 @@ class ControlTraining:
     warm_epochs: int = 1
     warm_learning_rate: float = 2e-4
     warm_batch: int = 4
-    #: recompute activations in the warm start's backward pass (:func:`m3agent.train.sft.warm_start`)
-    checkpointing: bool = True
+    #: recompute activations in the warm start's backward pass (:func:`m3agent.train.sft.warm_start`): about 0.4x
+    #: the memory, 1.4x the time (bench/perf_warm_start.py); for machines with less than 24 GB
+    checkpointing: bool = False
     lessons: float = 0.3  # share of tasks shown feedback lessons (:mod:`m3agent.train.lessons`); 0: none
     corrections: float = OWN_SHARE  # of those, the share also shown a correction of their own question
     rounds: int = 3  # control rounds an episode may take while training (inference keeps control.max_rounds)

@@ -83,9 +83,10 @@ def test_train_control_runs_end_to_end_from_the_command_line_with_shuffled_resul
                  "--evidence", str(worlds / "worlds.evidence.json"), "--worked", str(worlds / "worlds.worked.json"),
                  "--warm-tasks", "2", "--steps", "1", "--prompts", "1", "--generations", "2", "--threads", "2",
                  "--clip-order", "shuffled", "--resample", "1", "--from-adapter", "bundled",
-                 "--lessons", "0.5", "--corrections", "0.6"]) == 0
+                 "--lessons", "0.5", "--corrections", "0.6", "--checkpointing"]) == 0
     summary = json.loads((run / "summary.json").read_text())
     assert summary["settings"]["clip_order"] == "shuffled" and len(summary["steps"]) == 1
+    assert summary["settings"]["checkpointing"] is True
     assert summary["settings"]["from_adapter"] == "bundled"  # the shipped adapter trained further
     assert summary["settings"]["lessons"] == 0.5 and summary["settings"]["corrections"] == 0.6
     assert summary["corrected"]["corrected"] >= summary["corrected"]["hidden"] + summary["corrected"]["overruled"]
