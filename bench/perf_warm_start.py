@@ -23,18 +23,18 @@ STEPS = 3  # the first step also warms up allocations; the median of the rest is
 
 def measure(tokens: int, checkpointing: bool, steps: int = STEPS) -> dict:
     """One process's peak memory and step seconds (run in this process: call it through :func:`in_fresh_process`)."""
-    import resource
     import time
 
     import torch
 
+    from bench.perf_memory import peak_rss_mb
     from m3agent.train.policy import LoraSettings, load_base, with_adapter
     from m3agent.train.rollouts import Rollout
     from m3agent.train.sft import warm_start
 
     _, base = load_base(threads=2)
     model = with_adapter(base, LoraSettings())
-    loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    loaded = peak_rss_mb() * 1024 / 1e6  # MiB to GB, the unit docs quote
     generator = torch.Generator().manual_seed(0)
     learned = tokens // 10  # the model's replies: the rest (prompt, search results) is not learned
     examples = [Rollout(torch.randint(0, 40_000, (tokens - learned,), generator=generator).tolist(),
@@ -46,7 +46,7 @@ def measure(tokens: int, checkpointing: bool, steps: int = STEPS) -> dict:
         warm_start(model, examples, pad=0, batch_size=BATCH, checkpointing=checkpointing)
         seconds.append(time.perf_counter() - started)
     return {"tokens": tokens, "checkpointing": checkpointing, "loaded_gb": round(loaded, 2),
-            "peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2),
+            "peak_gb": round(peak_rss_mb() * 1024 / 1e6, 2),
             "step_seconds": round(statistics.median(seconds[1:] or seconds), 2)}
 
 
