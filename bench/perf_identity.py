@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import tempfile
 import time
@@ -196,8 +195,9 @@ def main() -> None:
     print("\n" + text)
     if args.write:
         from bench.markers import replace_block
+        from bench.perf_memory import machine
 
-        head = (f"Machine: {platform.processor() or platform.machine()}, 2 cores. Date: {date.today()}. Command: "
+        head = (f"Machine: {machine()}. Date: {date.today()}. Command: "
                 "`python -m bench.perf_identity --write docs/BENCHMARKS.md`.")
         replace_block(args.write, "perf_identity", head + "\n\n" + text)
 

@@ -206,10 +206,10 @@ def run_context(request: M3BenchRequest, config: Config) -> dict[str, str]:
     """What produced the numbers, written at the top of the report: the command, the control model and its
     settings, the machine and the date."""
     import datetime
-    import platform
     import shlex
 
     from m3agent.factory import chat_backend
+    from m3agent.jobs.machine import describe as describe_machine
 
     def shown(path) -> str:
         relative = os.path.relpath(path)
@@ -237,7 +237,7 @@ def run_context(request: M3BenchRequest, config: Config) -> dict[str, str]:
                        f"batches of {config.control.batch_size}; search top {search.top_k} clips, threshold {threshold}, "
                        f"{search.retrieval} ranking, {config.control.lessons} lessons shown"
                        + (" (only those about the question)" if config.control.lesson_gate else " (the nearest)"),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            "machine": describe_machine(),
             "date": datetime.date.today().isoformat()}
 
 

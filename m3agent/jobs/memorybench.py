@@ -135,12 +135,18 @@ def memorybench_setup(data: Path, out: str | Path, config: Config, records: str 
 
 
 def run_context(setup: MemoryBenchSetup, command: str) -> dict[str, str]:
-    """What produced the numbers, written at the top of the report: ``command``, the systems and the models."""
+    """What produced the numbers, written at the top of the report: ``command``, the systems and the models, the
+    machine and the date."""
+    import datetime
+
+    from m3agent.jobs.machine import describe as describe_machine
+
     mb = setup.config.bench.memorybench
     return {"command": command, "systems": mb.systems,
             "answer model": f"{mb.answer.backend} {mb.answer.model}".strip(),
             "user model": f"{mb.user.backend} {mb.user.model}".strip(),
-            "judge model": f"{mb.judge.backend} {mb.judge.model}".strip()}
+            "judge model": f"{mb.judge.backend} {mb.judge.model}".strip(),
+            "machine": describe_machine(), "date": datetime.date.today().isoformat()}
 
 
 def run_memorybench(records: Sequence[MBRecord], driver: str, setup: MemoryBenchSetup,
