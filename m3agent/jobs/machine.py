@@ -1,6 +1,6 @@
 """The machine a result was measured on, in one line. Reports name the CPU model, not only the architecture:
-the same adapter answering from memories rebuilt on another CPU model can score differently (the speech
-recognizer's and the chat model's floating point differ), so a number without its CPU cannot be compared."""
+the same adapter answering from videos memorized on another CPU model can score differently (the speech
+recognizer's int8 kernels hear other words), so a number without its CPU cannot be compared."""
 
 from __future__ import annotations
 
