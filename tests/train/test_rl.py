@@ -1,6 +1,7 @@
 """Training the control policy: episodes as token sequences with the environment masked out, gold replies, a
 supervised warm start and two GRPO steps through TRL, on a tiny text memory with the bundled model."""
 
+import copy
 import json
 
 import pytest
@@ -12,7 +13,7 @@ from m3agent.train.gold import gold_reply
 from m3agent.train.grpo import GrpoSettings, prompt_key, train_grpo
 from m3agent.train.policy import LoraSettings, load_base, with_adapter
 from m3agent.train.rollouts import ControlRollouts, trl_output
-from m3agent.train.sft import IGNORED, batches, learned_loss, warm_start
+from m3agent.train.sft import IGNORED, WarmStartError, batches, learned_loss, warm_start
 
 pytestmark = pytest.mark.models
 
@@ -174,3 +175,47 @@ def test_the_warm_start_recomputing_activations_learns_the_same_weights(world):
     (plain, plain_weights), (recomputed, recomputed_weights) = learned
     assert recomputed == pytest.approx(plain, rel=1e-5)
     assert all(torch.allclose(recomputed_weights[n], w, atol=1e-6) for n, w in plain_weights.items())
+
+
+class Stopped(Exception):
+    pass
+
+
+def test_a_stopped_warm_start_goes_on_where_it_was_saved(world, tmp_path):
+    config, graph, tok, _ = world
+    import torch
+
+    gold = ControlRollouts(tok, _env_for(config, graph)).replay(TASKS, gold_reply)
+    lora = LoraSettings(rank=4, alpha=8, dropout=0.1, targets=("q_proj", "v_proj"))  # dropout: the random state counts
+    steps = dict(pad=tok.pad_token_id, epochs=2, batch_size=1, learning_rate=1e-3)
+
+    base = load_base()[1]
+
+    def fresh():  # the same new adapter on a copy of the base (loading the base again would take longer)
+        torch.manual_seed(3)
+        return with_adapter(copy.deepcopy(base), lora)
+
+    def trainable(model):
+        return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+    unbroken = fresh()
+    whole = warm_start(unbroken, gold, **steps)
+    assert len(whole) == 4
+
+    progress = tmp_path / "progress.pt"
+
+    def stop_at_three(number, loss):
+        if number == 3:
+            raise Stopped
+
+    with pytest.raises(Stopped):  # saved after step 2; step 3 is lost with the stop
+        warm_start(fresh(), gold, progress=progress, save_every=2, on_step=stop_at_three, **steps)
+    seen = []
+    model = fresh()
+    torch.manual_seed(11)  # another random state at the restart: the saved one must be what counts
+    losses = warm_start(model, gold, progress=progress, save_every=2, on_step=lambda n, _: seen.append(n), **steps)
+    assert seen == [3, 4] and losses == pytest.approx(whole, rel=1e-5)
+    assert all(torch.allclose(w, trainable(unbroken)[n], atol=1e-6) for n, w in trainable(model).items())
+
+    with pytest.raises(WarmStartError, match="another warm start"):  # other batches: the saved state does not fit
+        warm_start(model, gold, progress=progress, **dict(steps, batch_size=2))
