@@ -98,15 +98,15 @@ def warm_start(model, examples: Sequence[Rollout], *, pad: int, epochs: int = 1,
 
 def _save_progress(path, model, optimizer, losses: list[float], plan: dict) -> None:
     """The trainable weights, the optimizer's moments, the random state (dropout) and the losses so far; written
-    beside and then moved over the last, so a stop while saving leaves the previous state whole."""
+    through :func:`~m3agent.files.outfolder.replacing`, so a stop while saving leaves the previous state whole."""
     import torch
 
-    state = {"weights": {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad},
+    from m3agent.files.outfolder import replacing
+
+    state = {"weights": {n: p.detach().clone() for n, p in _trainable(model).items()},
              "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state(), "losses": list(losses), "plan": plan}
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")
-    torch.save(state, partial)
-    os.replace(partial, path)
+    with replacing(path) as partial:
+        torch.save(state, partial)
 
 
 def _resume(path, model, optimizer, plan: dict) -> list[float]:
@@ -120,7 +120,7 @@ def _resume(path, model, optimizer, plan: dict) -> list[float]:
     if state["plan"] != plan:
         raise WarmStartError(f"{path} was saved by another warm start ({state['plan']}, this one {plan}); remove it "
                              "to start the warm start over")
-    trainable = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    trainable = _trainable(model)
     if set(trainable) != set(state["weights"]):
         raise WarmStartError(f"{path} was saved for another adapter (its weights have other names); remove it to "
                              "start the warm start over")
@@ -130,6 +130,11 @@ def _resume(path, model, optimizer, plan: dict) -> list[float]:
     optimizer.load_state_dict(state["optimizer"])
     torch.set_rng_state(state["rng"])
     return list(state["losses"])
+
+
+def _trainable(model) -> dict:
+    """The weights the warm start learns (the adapter's), by name."""
+    return {n: p for n, p in model.named_parameters() if p.requires_grad}
 
 
 def _checkpointing(model, on: bool) -> None:
