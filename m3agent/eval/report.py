@@ -47,6 +47,7 @@ class Summary:
     tokens: dict[str, float] = field(default_factory=dict)
     rounds: dict[str, float] = field(default_factory=dict)  # mean, and how many questions used 1, 2, ...
     evidence: dict[str, float] = field(default_factory=dict)  # known, reached, rate
+    grounding: dict[str, int] = field(default_factory=dict)  # judged free answers checked; invented; wrong; both
     unjudged: int = 0  # answered, but the judge gave no verdict
     failures: dict[str, dict] = field(default_factory=dict)  # stage -> count and one example reason
 
@@ -76,6 +77,7 @@ def summarize(records: Iterable[dict], benchmark: str, judge: str) -> Summary:
     summary = Summary(benchmark, judge)
     seconds, tokens, rounds = [], [], []
     known = reached = 0
+    grounding = Counter()
     failures: dict[str, Counter] = defaultdict(Counter)
     for record in records:
         summary.overall.add(record)
@@ -93,6 +95,10 @@ def summarize(records: Iterable[dict], benchmark: str, judge: str) -> Summary:
         if (record.get("verdict") or {}).get("correct") is None:
             summary.unjudged += 1
             failures["judge (answered, no verdict)"][(record.get("verdict") or {}).get("reason") or "not judged yet"] += 1
+        verdict = (record.get("verdict") or {}).get("correct")
+        if "unfound" in record and verdict is not None:
+            grounding.update(checked=1, invented=bool(record["unfound"]), wrong=not verdict,
+                             wrong_invented=not verdict and bool(record["unfound"]))
         if record.get("evidence"):
             known += 1
             reached += bool(set(record["evidence"]) & set(record.get("clips") or []))
@@ -103,6 +109,8 @@ def summarize(records: Iterable[dict], benchmark: str, judge: str) -> Summary:
                           **{str(k): v for k, v in sorted(Counter(rounds).items())}}
     if known:
         summary.evidence = {"known": known, "reached": reached, "rate": round(reached / known, 4)}
+    if grounding:
+        summary.grounding = {key: grounding[key] for key in ("checked", "invented", "wrong", "wrong_invented")}
     summary.failures = {stage: {"count": sum(c.values()), "reasons": dict(c.most_common(5))}
                         for stage, c in sorted(failures.items())}
     return summary
@@ -144,6 +152,12 @@ def markdown(summary: Summary, *, title: str = "", context: dict[str, str] | Non
         e = summary.evidence
         out += [f"Evidence reached: a search returned an annotated evidence clip for {e['reached']:.0f} of "
                 f"{e['known']:.0f} answered questions whose evidence is known ({100 * e['rate']:.0f}%).", ""]
+    if summary.grounding:
+        g = summary.grounding
+        out += [f"Grounding: {g['invented']} of {g['checked']} judged answers hold a word that neither the notes shown "
+                f"nor the question hold (invented); of the {g['wrong']} wrong ones, {g['wrong_invented']} are invented "
+                f"and {g['wrong'] - g['wrong_invented']} are made of the notes' own words (a wrong line or number "
+                "read).", ""]
     if summary.failures:
         out += ["| not answered: stage | questions | most common reasons |", "|---|---|---|"]
         for stage, info in summary.failures.items():

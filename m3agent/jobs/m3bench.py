@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from m3agent.config import BUNDLED_ADAPTER, Config
 from m3agent.errors import M3AgentError
 from m3agent.eval.annotations import BenchItem, asked_early, timed
+from m3agent.eval.grounding import unfound_words
 from m3agent.eval.judge import Judge, Verdict, choice_prompt, score_choice
 from m3agent.eval.memories import MemoryPlan, plan_memory
 from m3agent.eval.report import Summary, write_report
@@ -481,7 +482,7 @@ def _answer(plan: MemoryPlan, items: list[BenchItem], setup: BenchSetup, writer:
                     writer.write(_failed(item, "annotation", str(exc)))
             for index, answer in controller.iter_answers([q for _, q in asked]):
                 item = asked[index][0]
-                record = {**_base(item), **_answer_fields(answer)}
+                record = {**_base(item), **_answer_fields(answer, choice=item.multiple_choice)}
                 if answer.error:
                     writer.write({**record, "verdict": None, "stage": "answer"})
                 else:
@@ -490,12 +491,18 @@ def _answer(plan: MemoryPlan, items: list[BenchItem], setup: BenchSetup, writer:
             _judge_and_write(answered, setup, writer)
 
 
-def _answer_fields(answer) -> dict:
+def _answer_fields(answer, *, choice: bool = False) -> dict:
+    """What a record keeps of ``answer``; a free-form answer also lists its words no note shown holds (``unfound``:
+    invented, :mod:`m3agent.eval.grounding`), a letter chosen from options does not."""
     data = answer.to_dict()
     clips = list(dict.fromkeys(hit["clip"] for hit in answer.evidence))
-    return {"answer": None if answer.error else answer.answer, "rounds": data["rounds"], "clips": clips,
-            "model_rounds": sum(1 for r in answer.rounds if r.by == "model"), "seconds": data["seconds"],
-            "tokens": data["tokens"], "error": answer.error}
+    fields = {"answer": None if answer.error else answer.answer, "rounds": data["rounds"], "clips": clips,
+              "model_rounds": sum(1 for r in answer.rounds if r.by == "model"), "seconds": data["seconds"],
+              "tokens": data["tokens"], "error": answer.error}
+    if not answer.error and not choice:
+        fields["unfound"] = unfound_words(answer.answer, (line for lines in answer.notes.values() for line in lines),
+                                          answer.question)
+    return fields
 
 
 def _judge_and_write(pairs: list[tuple[BenchItem, dict]], setup: BenchSetup, writer: _Writer) -> None:

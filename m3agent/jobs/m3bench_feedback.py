@@ -135,7 +135,8 @@ def run_with_feedback(items: Sequence[BenchItem], setup: BenchSetup, correction_
                 for batch in [ask] if again else [[i] for i in ask]:
                     answers = controller.answer_many([Question(choice_prompt(i) if i.multiple_choice else i.question,
                                                                i.before_clip, video_id) for i in batch])
-                    pairs = [(i, {**_base(i), **_answer_fields(a), "verdict": None}) for i, a in zip(batch, answers)]
+                    pairs = [(i, {**_base(i), **_answer_fields(a, choice=i.multiple_choice), "verdict": None})
+                             for i, a in zip(batch, answers)]
                     for record in (r for _, r in pairs if r["error"]):
                         writer.write({**record, "stage": "answer"})
                     judged: list[dict] = []

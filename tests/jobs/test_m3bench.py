@@ -65,12 +65,16 @@ def test_answers_judged_and_reported(tmp_path, kitchen):
     assert first["types"] == ["Person Understanding"] and first["reference"] == "Bob"
     assert first["before_clip"] == 3 and first["clips"] and first["model_rounds"] == 1
     assert {"rounds", "seconds", "tokens", "answer", "error"} <= first.keys()
+    assert first["unfound"] == ["bob"]  # right, yet no note names him: this scripted model knows more than memory
+    assert records["kitchen_Q03"]["unfound"] == ["milk"]  # "full of milk" was superseded: no note shown says it
     assert records["kitchen_Q03"]["types"] == ["Multi-Evidence Reasoning"]
     assert summary.overall.correct == 2 and summary.overall.total == 4
     assert summary.by_type["Multi-Hop Reasoning"].correct == 1 and summary.by_video["kitchen"].total == 4
     assert summary.evidence["known"] == 2 and summary.seconds["p50"] >= 0 and summary.rounds["mean"] == 1
     report = (tmp_path / "out" / "report.md").read_text()
     assert "**Accuracy: 50.0% (2/4)**" in report and "| Multi-Hop Reasoning | 100.0% | 1 | 1 | 1 |" in report
+    assert summary.grounding["checked"] == 4 and summary.grounding["wrong"] == 2
+    assert f"of the 2 wrong ones, {summary.grounding['wrong_invented']} are invented" in report
     assert (tmp_path / "out" / "accuracy_by_type.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["overall"]["accuracy"] == 0.5
 

@@ -1,0 +1,23 @@
+"""An answer's words that no note shown holds: invented, as against read from a wrong line."""
+
+from m3agent.eval.grounding import unfound_words
+
+NOTES = ['At 01:18 Peter says: "Tonight I will cook pasta with mushrooms for everyone."',
+         'At 00:26 Peter says: "Good morning, my name is Peter. I work as a chef"']
+
+
+def test_a_word_no_note_holds_is_invented():
+    assert unfound_words("Fettuccine Alfredo.", NOTES, "What will Peter cook tonight?") == ["fettuccine", "alfredo"]
+
+
+def test_an_answer_read_from_the_notes_is_not_even_when_wrong():
+    assert unfound_words("Pasta with mushrooms.", NOTES) == []
+    assert unfound_words("He is a chef.", NOTES, "What will Peter cook tonight?") == []  # the wrong line, not invented
+
+
+def test_word_forms_numbers_function_words_and_the_question_do_not_count():
+    assert unfound_words("Peter cooked the mushroom pasta.", NOTES) == []  # "cooked" is "cook", "mushroom" "mushrooms"
+    assert unfound_words("3 + 4 = 7 pastas, not seven.", NOTES) == []  # a total is worked out, never read
+    assert unfound_words("For dinner.", NOTES, "What is Peter's plan for dinner?") == []
+    assert unfound_words("Pizza, pizza and pizza.", NOTES) == ["pizza"]  # once, however often it is said
+    assert unfound_words("", NOTES) == []
