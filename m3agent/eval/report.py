@@ -154,10 +154,9 @@ def markdown(summary: Summary, *, title: str = "", context: dict[str, str] | Non
                 f"{e['known']:.0f} answered questions whose evidence is known ({100 * e['rate']:.0f}%).", ""]
     if summary.grounding:
         g = summary.grounding
-        out += [f"Grounding: {g['invented']} of {g['checked']} judged answers hold a word that neither the notes shown "
-                f"nor the question hold (invented); of the {g['wrong']} wrong ones, {g['wrong_invented']} are invented "
-                f"and {g['wrong'] - g['wrong_invented']} are made of the notes' own words (a wrong line or number "
-                "read).", ""]
+        out += [f"Grounding: invented (a word that neither the notes shown nor the question hold) in {g['invented']} "
+                f"of {g['checked']} judged answers; of the {g['wrong']} wrong answers, invented {g['wrong_invented']}, "
+                f"made of the notes' own words {g['wrong'] - g['wrong_invented']} (a wrong line or number read).", ""]
     if summary.failures:
         out += ["| not answered: stage | questions | most common reasons |", "|---|---|---|"]
         for stage, info in summary.failures.items():

@@ -74,7 +74,7 @@ def test_answers_judged_and_reported(tmp_path, kitchen):
     report = (tmp_path / "out" / "report.md").read_text()
     assert "**Accuracy: 50.0% (2/4)**" in report and "| Multi-Hop Reasoning | 100.0% | 1 | 1 | 1 |" in report
     assert summary.grounding["checked"] == 4 and summary.grounding["wrong"] == 2
-    assert f"of the 2 wrong ones, {summary.grounding['wrong_invented']} are invented" in report
+    assert f"of the 2 wrong answers, invented {summary.grounding['wrong_invented']}," in report
     assert (tmp_path / "out" / "accuracy_by_type.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["overall"]["accuracy"] == 0.5
 
