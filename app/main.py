@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from m3agent.config import Config
 from m3agent.errors import M3AgentError
+from m3agent.eval.grounding import unfound_note
 from m3agent.media.clock import clock
 from m3agent.workspace import APP_CHAT_BACKENDS, ChatChoice, Workspace
 from m3agent.workspace.guard import WILDCARDS, AppGuard, in_cache, served_as
@@ -58,6 +59,8 @@ def _trace_markdown(answer: dict) -> str:
                          "corrected before)")
         else:
             lines.append(f"**{label}** — answer: {step['content']}")
+    if answer.get("unfound"):
+        lines.append(f"**⚠ {_escape(unfound_note(answer['unfound']))}**")
     if answer.get("error"):
         lines.append(f"**Error**: {answer['error']}")
     lines.append(f"*{answer.get('seconds', 0):.1f} s, {answer.get('tokens', 0)} tokens*")

@@ -203,6 +203,7 @@ def test_ask_inputs_that_would_make_the_model_invent_an_answer(db, capsys, tmp_p
     assert "memory holds no clip of video 'empty' yet" in err
     code, out, _ = run(capsys, *options, "ask", db, "Who cooks?", "--video", "kitchen", "--before-clip", str(10**30))
     assert code == 0 and out.startswith("invented")
+    assert "not in the notes shown: invented (the model may have made this up)" in out  # no note says "invented"
 
 
 def test_ctrl_c_is_one_line(db, capsys, monkeypatch):

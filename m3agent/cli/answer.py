@@ -16,14 +16,18 @@ def _format_hits(hits: list[dict]) -> str:
 
 def cmd_ask(args, config: Config) -> int:
     from m3agent.control import Question
+    from m3agent.eval.grounding import answer_unfound, unfound_note
 
     question = Question(args.question, args.before_clip, args.video)  # a bad question fails before anything loads
     with open_db(args, config, readonly=True) as graph:
         answer = controller_for(graph, config).answer(question)  # one about a video memory lacks fails before any round
+    unfound = answer_unfound(answer)
     if args.json:
-        print_json(answer.to_dict())
+        print_json({**answer.to_dict(), "unfound": unfound})
         return 0
     print(safe(answer.answer) if answer.answer else "(no answer)")
+    if unfound:
+        print("  " + safe(unfound_note(unfound)))
     model_rounds = 0
     for step in answer.rounds:
         if step.by == "model":

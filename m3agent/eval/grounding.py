@@ -30,3 +30,16 @@ def unfound_words(answer: str, notes: Iterable[str], question: str = "") -> list
     known = {_stem(token) for text in (*notes, question) for token in normalized_tokens(text)}
     return list(dict.fromkeys(token for token in normalized_tokens(answer)
                               if not token.isdigit() and token not in STOPWORDS and _stem(token) not in known))
+
+
+def answer_unfound(answer) -> list[str]:
+    """:func:`unfound_words` of an :class:`~m3agent.control.records.Answer` against the notes it was shown; none for a
+    failed answer, or for a user's correction given in the model's place (that comes from memory's lessons)."""
+    if answer.error or not answer.answer or (answer.rounds and answer.rounds[-1].replaced):
+        return []
+    return unfound_words(answer.answer, (line for lines in answer.notes.values() for line in lines), answer.question)
+
+
+def unfound_note(words: list[str]) -> str:
+    """The line users read under an answer with words no note shown holds ("" when there are none)."""
+    return f"not in the notes shown: {', '.join(words)} (the model may have made this up)" if words else ""

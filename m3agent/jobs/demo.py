@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from m3agent.control.evidence import best_evidence
+from m3agent.eval.grounding import answer_unfound, unfound_note
 from m3agent.files.private import private_dir
 from m3agent.samples.episode import QUESTIONS, build_sample_episode
 
@@ -53,6 +54,9 @@ def run_demo(workdir: str | Path, config, questions: list[str] | None = None, ou
     for answer in answers:
         missing = f"(no answer: {answer.error})" if answer.error else f"(no answer in {config.control.max_rounds} rounds)"
         out(f"\nQ: {answer.question}\nA: {answer.answer or missing}")
+        unfound = answer_unfound(answer)
+        if unfound:
+            out("   " + unfound_note(unfound))
         searches = [r for r in answer.rounds if r.action == "search"]
         out(f"   {len(answer.rounds) - len(searches)} answer + {len(searches)} searches, {answer.seconds:.1f} s")
         evidence = best_evidence(answer, graph.embed_queries)
@@ -60,7 +64,7 @@ def run_demo(workdir: str | Path, config, questions: list[str] | None = None, ou
             out(f"   evidence: clip {item['clip']} ({item['start']:.0f}-{item['end']:.0f} s): {item['line']}")
         results.append({"question": answer.question, "answer": answer.answer, "error": answer.error,
                         "clips": [item["clip"] for item in evidence], "evidence": evidence,
-                        "rounds": answer.to_dict()["rounds"], "seconds": answer.seconds})
+                        "rounds": answer.to_dict()["rounds"], "seconds": answer.seconds, "unfound": unfound})
     graph.close()
     summary = {"video": str(video), "db": str(db), "seconds": time.perf_counter() - t0, "answers": results}
     out(f"\ndone in {summary['seconds']:.0f} s; memory DB: {db}  (ask more: m3agent ask {db} \"...\")")

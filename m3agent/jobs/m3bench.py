@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from m3agent.config import BUNDLED_ADAPTER, Config
 from m3agent.errors import M3AgentError
 from m3agent.eval.annotations import BenchItem, asked_early, timed
-from m3agent.eval.grounding import unfound_words
+from m3agent.eval.grounding import answer_unfound
 from m3agent.eval.judge import Judge, Verdict, choice_prompt, score_choice
 from m3agent.eval.memories import MemoryPlan, plan_memory
 from m3agent.eval.report import Summary, write_report
@@ -500,8 +500,7 @@ def _answer_fields(answer, *, choice: bool = False) -> dict:
               "model_rounds": sum(1 for r in answer.rounds if r.by == "model"), "seconds": data["seconds"],
               "tokens": data["tokens"], "error": answer.error}
     if not answer.error and not choice:
-        fields["unfound"] = unfound_words(answer.answer, (line for lines in answer.notes.values() for line in lines),
-                                          answer.question)
+        fields["unfound"] = answer_unfound(answer)
     return fields
 
 

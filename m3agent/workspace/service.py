@@ -22,6 +22,7 @@ import numpy as np
 from m3agent import factory
 from m3agent.config import ChatConfig, Config
 from m3agent.errors import M3AgentError
+from m3agent.eval.grounding import answer_unfound
 from m3agent.files.shelf import Shelf
 from m3agent.memory.errors import UnknownEntityError
 from m3agent.workspace.folder import DataFolder, DataFolderError
@@ -288,5 +289,6 @@ class Workspace:
         data = answer.to_dict()
         data["question"] = question
         data["evidence"] = best_evidence(answer, graph.embed_queries, limit=3)
+        data["unfound"] = answer_unfound(answer)  # words of the answer no note shown holds: say so beside it
         data["seconds"] = round(time.perf_counter() - started, 2)
         return data

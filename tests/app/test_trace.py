@@ -13,3 +13,10 @@ def test_the_trace_says_when_a_correction_replaced_the_models_answer():
     assert "**Round 1** — answer: Max. (the model said 'Bella.', which you corrected before)" in text
     plain = _trace_markdown({"trace": [dict(answer["trace"][1], replaced="")], "seconds": 1.0, "tokens": 9})
     assert "**Round 1** — answer: Max.\n" in plain + "\n" and "corrected" not in plain
+
+
+def test_an_answer_with_words_no_note_holds_says_so():
+    answer = {"trace": [{"by": "model", "action": "answer", "content": "Fettini.", "replaced": ""}],
+              "seconds": 1.0, "tokens": 9, "unfound": ["fettini"]}
+    assert "**⚠ not in the notes shown: fettini (the model may have made this up)**" in _trace_markdown(answer)
+    assert "not in the notes" not in _trace_markdown({**answer, "unfound": []})

@@ -25,6 +25,7 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert first["error"] is None and first["answer"]
     assert first["clips"][0] == 0 and "bicycle" in first["evidence"][0]["line"]
     assert first["rounds"][0]["action"] == "search" and first["rounds"][-1]["action"] == "answer"
+    assert isinstance(first["unfound"], list)  # the answer's words no note shown holds, said beside it when any
     assert (tmp_path / "sample_episode.mp4").exists() and (tmp_path / "sample_episode.db").exists()
     # a second run reuses the video and the finished memory
     assert main([*fast, "demo", "--workdir", str(tmp_path), "--question", "Who plays the violin?"]) == 0

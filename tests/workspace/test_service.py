@@ -47,6 +47,7 @@ def test_an_answer_carries_its_trace_and_clickable_evidence(workspace, kitchen):
     assert searches[0]["by"] == "seed" and searches[1]["content"] == "who plays guitar?"
     assert searches[0]["hits"] and {"clip", "start", "end", "score"} <= set(searches[0]["hits"][0])
     assert answer["evidence"] and answer["evidence"][0]["line"]
+    assert answer["unfound"] == []  # "<character_3> plays guitar": every word of it is in the notes shown
     assert workspace.clip_span("memories/kitchen.db", answer["evidence"][0]["clip"]) is not None
     as_of = workspace.ask("memories/kitchen.db", "Who plays guitar?", before_clip=0)
     assert all(h["clip"] <= 0 for r in as_of["trace"] for h in r["hits"])
