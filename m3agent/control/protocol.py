@@ -208,7 +208,7 @@ class ControlStep:
         text = named(state.final) if state.final is not None else ""
         notes = {clip: [named(line) for line in lines] for clip, lines in state.notes.items()}
         return Answer(state.question.text, text, state.rounds, (state.end or time.perf_counter()) - state.start,
-                      state.error, notes)
+                      state.error, notes, list(state.lessons))
 
     def shown(self, video_id: int, before_clip: int | None = None) -> Callable[[str], str]:
         """A memory line as the model reads it: known names for ids, except in a line that states a name (it

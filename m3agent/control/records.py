@@ -48,6 +48,7 @@ class Answer:
     seconds: float
     error: str | None = None
     notes: dict[int, list[str]] = field(default_factory=dict, repr=False)  # clip -> lines shown, names filled in
+    lessons: list[str] = field(default_factory=list, repr=False)  # the feedback lessons shown with the question
 
     @property
     def tokens(self) -> int:

@@ -33,11 +33,12 @@ def unfound_words(answer: str, notes: Iterable[str], question: str = "") -> list
 
 
 def answer_unfound(answer) -> list[str]:
-    """:func:`unfound_words` of an :class:`~m3agent.control.records.Answer` against the notes it was shown; none for a
-    failed answer, or for a user's correction given in the model's place (that comes from memory's lessons)."""
+    """:func:`unfound_words` of an :class:`~m3agent.control.records.Answer` against the notes and feedback lessons it
+    was shown; none for a failed answer, or for a user's correction given in the model's place."""
     if answer.error or not answer.answer or (answer.rounds and answer.rounds[-1].replaced):
         return []
-    return unfound_words(answer.answer, (line for lines in answer.notes.values() for line in lines), answer.question)
+    shown = [line for lines in answer.notes.values() for line in lines] + list(answer.lessons)
+    return unfound_words(answer.answer, shown, answer.question)
 
 
 def unfound_note(words: list[str]) -> str:
