@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 
 from m3agent.config import Config
+from m3agent.control.records import replaced_note
 from m3agent.errors import M3AgentError
 from m3agent.eval.grounding import unfound_note
 from m3agent.media.clock import clock
@@ -55,8 +56,8 @@ def _trace_markdown(answer: dict) -> str:
                              for h in step["hits"]) or "nothing new"
             lines.append(f"**{label}** — search `{step['content']}` → {hits}")
         elif step.get("replaced"):
-            lines.append(f"**{label}** — answer: {step['content']} (the model said {step['replaced']!r}, which you "
-                         "corrected before)")
+            why = replaced_note(step["replaced"], step.get("replaced_by", ""))
+            lines.append(f"**{label}** — answer: {_escape(step['content'])} ({_escape(why)})")
         else:
             lines.append(f"**{label}** — answer: {step['content']}")
     if answer.get("unfound"):

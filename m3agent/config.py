@@ -185,6 +185,9 @@ class ControlConfig:
     #: an answer that repeats what the user called wrong for this very question (a lesson shown says so) gives
     #: the user's correction instead: a small model does not always take a correction over memory's line
     hold_corrections: bool = True
+    #: an answer mostly made of words no note shown holds gives the note nearest the question instead (the model's
+    #: answer stays in the trace): a small model that misses its line answers from what it knew before
+    quote_invented: bool = True
     batch_size: int = 16  # questions `m3agent qa` moves through their rounds together
     #: the bundled SmolLM2 with the adapter ``m3agent train control`` trained (``chat.adapter=`` for the model alone)
     chat: ChatConfig = field(default_factory=lambda: ChatConfig(adapter=BUNDLED_ADAPTER))

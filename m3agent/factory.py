@@ -23,6 +23,7 @@ from m3agent import registry
 from m3agent.config import (
     ChatConfig,
     Config,
+    ControlConfig,
     EmbedderConfig,
     JudgeConfig,
     MemorizeConfig,
@@ -144,10 +145,20 @@ def open_memory(path: str | os.PathLike[str], config: Config, *, embedder: TextE
 
 def build_controller(memory: MemoryGraph, config: Config, chat: ChatModel | None = None) -> Controller:
     from m3agent.control import Controller
-    from m3agent.eval.corrections import held_answer
 
     return Controller(memory, chat if chat is not None else build_chat(config.control.chat), config.control,
-                      hold=held_answer if config.control.hold_corrections else None)
+                      rules=answer_rules(config.control))
+
+
+def answer_rules(control: ControlConfig) -> dict:
+    """The rules that may give an answer in the control model's place, by name, in the order they are tried."""
+    from m3agent.eval.corrections import held_answer
+    from m3agent.eval.grounding import quoted_answer
+
+    rules = {"correction": held_answer} if control.hold_corrections else {}
+    if control.quote_invented:
+        rules["quote"] = quoted_answer
+    return rules
 
 
 def build_judge(config: JudgeConfig) -> Judge:

@@ -31,8 +31,13 @@ def test_memorizers_get_what_they_require():
 def test_controller_and_chat_from_config(kitchen):
     config = load_config(overrides=["control.chat.backend=scripted", "control.max_rounds=2"])
     controller = factory.build_controller(kitchen, config)
+    assert list(controller.step.rules) == ["correction", "quote"]  # the rules around the model, on by default
     answer = controller.answer(Question("Who plays guitar?"))
-    assert answer.answer == "(scripted)" and controller.chat.name == "scripted"
+    assert controller.chat.name == "scripted" and answer.rounds[-1].replaced == "(scripted)"  # no note says it
+    bare = load_config(overrides=["control.chat.backend=scripted", "control.hold_corrections=false",
+                                  "control.quote_invented=false"])
+    controller = factory.build_controller(kitchen, bare)
+    assert controller.step.rules == {} and controller.answer(Question("Who plays guitar?")).answer == "(scripted)"
 
 
 def test_the_as_of_rule_is_one_rule_for_nodes_and_columns(kitchen):

@@ -36,7 +36,7 @@ def cmd_ask(args, config: Config) -> int:
         if step.action == "search":
             print(f"  {label}: search {safe(repr(step.content))} -> clips {_format_hits(step.hits)}")
         elif step.replaced:
-            print(f"  {label}: answer {safe(repr(step.replaced))}, which the user had corrected: gave the correction")
+            print(f"  {label}: answer; {safe(step.replaced_note())}")
         else:
             print(f"  {label}: answer")
     print(f"  {answer.seconds:.1f} s, {model_rounds} model rounds, {answer.tokens} tokens")

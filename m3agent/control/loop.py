@@ -11,10 +11,10 @@ whose model call fails for good gets an :class:`Answer` with ``error`` set, and 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 
 from m3agent.config import ControlConfig
-from m3agent.control.protocol import ControlStep, Hold, Memory, QuestionState
+from m3agent.control.protocol import AnswerRule, ControlStep, Memory, QuestionState
 from m3agent.control.records import Answer, Question
 from m3agent.control.text import drop_oldest_results
 from m3agent.models.llm.base import ChatError, ChatModel, ChatResponse, ContextOverflowError
@@ -23,9 +23,10 @@ log = logging.getLogger(__name__)
 
 
 class Controller:
-    def __init__(self, graph: Memory, chat: ChatModel, config: ControlConfig | None = None, hold: Hold | None = None):
+    def __init__(self, graph: Memory, chat: ChatModel, config: ControlConfig | None = None,
+                 rules: Mapping[str, AnswerRule] | None = None):
         self.graph, self.chat, self.config = graph, chat, config or ControlConfig()
-        self.step = ControlStep(graph, self.config, hold)
+        self.step = ControlStep(graph, self.config, rules)
 
     def answer(self, question: Question, *, raise_failure: bool = True) -> Answer:
         """One question, its video resolved once (by :meth:`ControlStep.start`). A question memory cannot

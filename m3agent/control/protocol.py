@@ -23,7 +23,7 @@ still unnamed then): a model then reads "Peter says ..." and need not spend a ro
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -99,13 +99,19 @@ class QuestionState:
         self.error, self.end = error, time.perf_counter()
 
 
-#: ``(question, lessons shown, final answer) -> answer to give instead, or None``: a rule over the model's answer
-Hold = Callable[[str, Sequence[str], str], "str | None"]  # e.g. m3agent.eval.corrections.held_answer
+#: ``(question, lessons shown, notes shown, final answer) -> answer to give instead, or None``: a rule over the
+#: model's answer (:func:`m3agent.eval.corrections.held_answer`, :func:`m3agent.eval.grounding.quoted_answer`);
+#: the notes are the lines of every clip the searches returned, as the model read them
+AnswerRule = Callable[[str, Sequence[str], Sequence[str], str], "str | None"]
 
 
 class ControlStep:
-    def __init__(self, memory: Memory, config: ControlConfig | None = None, hold: Hold | None = None):
-        self.memory, self.config, self.hold = memory, config or ControlConfig(), hold
+    """``rules`` (name -> :data:`AnswerRule`, tried in order; the factory builds them from config) may give an answer
+    in the model's place; none is passed in training, where the model's own answer is what is rewarded."""
+
+    def __init__(self, memory: Memory, config: ControlConfig | None = None,
+                 rules: Mapping[str, AnswerRule] | None = None):
+        self.memory, self.config, self.rules = memory, config or ControlConfig(), dict(rules or {})
 
     @property
     def rounds(self) -> int:
@@ -178,14 +184,23 @@ class ControlStep:
         state.messages.append({"role": "assistant", "content": response.text})
         if action == "answer" or last:
             step.action = "answer"
-            if self.hold is not None:
-                held = self.hold(state.question.text, state.lessons, content)
-                if held is not None:
-                    step.replaced, step.content, content = content, held, held
+            content = self._ruled(state, step, content)
             state.final, state.end = content, time.perf_counter()
         else:
             state.pending = self.search(state, step, choose_query(content, malformed, state.question.text))
         return step
+
+    def _ruled(self, state: QuestionState, step: Round, content: str) -> str:
+        """The answer to give: the first rule's that gives one instead of ``content`` (recorded on ``step``)."""
+        if not self.rules:
+            return content
+        notes = [state.shown(line) for lines in state.notes.values() for line in lines]
+        for name, rule in self.rules.items():
+            given = rule(state.question.text, state.lessons, notes, content)
+            if given is not None:
+                step.replaced, step.replaced_by, step.content = content, name, given
+                return given
+        return content
 
     def search(self, state: QuestionState, step: Round, query: str) -> str:
         """Search memory for ``state``'s question (never showing a clip twice), record what came back

@@ -37,7 +37,23 @@ class Round:
     seconds: float = 0.0  # model time of this round
     search_seconds: float = 0.0
     hits: list[dict] = field(default_factory=list)  # clip, start, end, score of each returned clip
-    replaced: str = ""  # the model's answer when it repeated one the user had corrected (``content``: the correction)
+    replaced: str = ""  # the model's own answer when a rule gave another in its place (``content``: the one given)
+    replaced_by: str = ""  # the rule that did: "correction" or "quote" (:data:`REPLACED_BECAUSE`)
+
+    def replaced_note(self) -> str:
+        return replaced_note(self.replaced, self.replaced_by)
+
+
+#: what users read after "the model said '...'," for each rule that may give an answer in the model's place
+REPLACED_BECAUSE = {
+    "correction": "which the user had corrected: the correction is given",
+    "quote": "which the notes shown do not hold: the note nearest the question is given",
+}
+
+
+def replaced_note(replaced: str, by: str) -> str:
+    """Why the answer given is not the model's ``replaced``, as users read it ("" when it is the model's)."""
+    return f"the model said {replaced!r}, {REPLACED_BECAUSE.get(by, 'which a rule replaced')}" if replaced else ""
 
 
 @dataclass
@@ -62,7 +78,8 @@ class Answer:
     def to_dict(self) -> dict:
         data = {"answer": self.answer,
                 "rounds": [{"action": r.action, "content": r.content, "clips": r.clips} |
-                           ({"replaced": r.replaced} if r.replaced else {}) for r in self.rounds],
+                           ({"replaced": r.replaced, "replaced_by": r.replaced_by} if r.replaced else {})
+                           for r in self.rounds],
                 "seconds": round(self.seconds, 3), "tokens": self.tokens, "trace": [asdict(r) for r in self.rounds]}
         if self.error:
             data["error"] = self.error

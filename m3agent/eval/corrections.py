@@ -38,6 +38,7 @@ def corrected_answer(answer: str, corrections: Iterable[tuple[str, str]]) -> str
     return None
 
 
-def held_answer(question: str, lessons: Iterable[str], answer: str) -> str | None:
-    """The user's correction to give instead of ``answer`` to ``question`` (with ``lessons`` shown), or None."""
+def held_answer(question: str, lessons: Iterable[str], notes: Iterable[str], answer: str) -> str | None:
+    """The user's correction to give instead of ``answer`` to ``question`` (with ``lessons`` shown), or None; an
+    :data:`~m3agent.control.protocol.AnswerRule` (the notes shown play no part)."""
     return corrected_answer(answer, corrections_for(question, lessons))

@@ -8,12 +8,16 @@ reads as fewer inventions or as better reading. Numbers never count as invented:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 
 from m3agent.eval.judge import normalized_tokens
 from m3agent.memory.lexical import STOPWORDS
 
 _ENDINGS = ("ing", "ed", "es", "s")  # "fixes", "fixed" and "fix" are one word here; a crude stem, kept crude
+#: words about what is known rather than facts: "I do not know." or "The notes do not say." invents nothing
+_ABOUT_KNOWING = frozenset({"know", "knew", "unknown", "sure", "unclear", "mention", "say", "said", "tell", "told",
+                            "note", "memory", "answer", "information", "find", "found"})
 
 
 def _stem(word: str) -> str:
@@ -28,13 +32,55 @@ def unfound_words(answer: str, notes: Iterable[str], question: str = "") -> list
     ``notes`` and not in ``question``, each once, in the answer's order; numbers and function words ("not", "you")
     are never listed."""
     known = {_stem(token) for text in (*notes, question) for token in normalized_tokens(text)}
-    return list(dict.fromkeys(token for token in normalized_tokens(answer)
-                              if not token.isdigit() and token not in STOPWORDS and _stem(token) not in known))
+    return list(dict.fromkeys(token for token in _meaningful(normalized_tokens(answer)) if _stem(token) not in known))
+
+
+def _meaningful(tokens: Iterable[str]) -> list[str]:
+    """The tokens that could carry an invented fact: no number, no function word, no word about knowing."""
+    return [t for t in tokens if not t.isdigit() and t not in STOPWORDS and _stem(t) not in _ABOUT_KNOWING]
+
+
+def _content(text: str) -> list[str]:
+    """The words of ``text`` that carry its meaning, stemmed, each once: no numbers, no function words."""
+    return list(dict.fromkeys(_stem(t) for t in _meaningful(normalized_tokens(text))))
+
+
+def mostly_invented(answer: str, notes: Iterable[str], question: str = "") -> bool:
+    """Whether most of the words that carry ``answer``'s meaning are in no note and not in the question: "Fettini."
+    is, and so is "At the gym." for a chemist's shop; an answer with one word of two put in other words, or misheard
+    ("Scrap the sting out sideways." for "scrape"), is not: a right answer replaced costs more than an invented one
+    kept, which is flagged all the same."""
+    words = _content(answer)
+    return 2 * len(unfound_words(answer, notes, question)) > len(words)
+
+
+def nearest_note(question: str, notes: Sequence[str]) -> str | None:
+    """The note sharing most with ``question``: its words weighted by how few notes hold them (a name every line
+    holds counts little); the first of equals, in the order shown; None when no note shares a word."""
+    sets = [set(_content(note)) for note in notes]
+    weight = {w: math.log((len(sets) + 1) / (1 + sum(w in s for s in sets))) + 1.0 for w in _content(question)}
+    scores = [sum(weight.get(w, 0.0) for w in s) for s in sets]
+    best = max(range(len(notes)), key=lambda i: (scores[i], -i), default=None)
+    return None if best is None or scores[best] == 0.0 else notes[best]
+
+
+def quoted_answer(question: str, lessons: Sequence[str], notes: Sequence[str], answer: str) -> str | None:
+    """The note nearest the question, given instead of an answer mostly invented (:func:`mostly_invented` against
+    the notes and lessons shown); None keeps the model's answer. An
+    :data:`~m3agent.control.protocol.AnswerRule`, passed by the factory when ``control.quote_invented`` is on.
+
+    Why: a small model that misses its line writes what it knew before ("Fettuccine Alfredo." for a line about pasta
+    with mushrooms), and such an answer is right almost never; the line that shares most with the question is
+    the one a reader would look at, and it says where the answer comes from."""
+    if not notes or not mostly_invented(answer, [*notes, *lessons], question):
+        return None
+    return nearest_note(question, notes)
 
 
 def answer_unfound(answer) -> list[str]:
     """:func:`unfound_words` of an :class:`~m3agent.control.records.Answer` against the notes and feedback lessons it
-    was shown; none for a failed answer, or for a user's correction given in the model's place."""
+    was shown; none for a failed answer, or for an answer a rule gave in the model's place (a user's correction, a
+    quoted note)."""
     if answer.error or not answer.answer or (answer.rounds and answer.rounds[-1].replaced):
         return []
     shown = [line for lines in answer.notes.values() for line in lines] + list(answer.lessons)

@@ -47,7 +47,8 @@ class Summary:
     tokens: dict[str, float] = field(default_factory=dict)
     rounds: dict[str, float] = field(default_factory=dict)  # mean, and how many questions used 1, 2, ...
     evidence: dict[str, float] = field(default_factory=dict)  # known, reached, rate
-    grounding: dict[str, int] = field(default_factory=dict)  # judged free answers checked; invented; wrong; both
+    #: judged free answers checked; invented; wrong; both; given as a quoted note instead; of those, right
+    grounding: dict[str, int] = field(default_factory=dict)
     unjudged: int = 0  # answered, but the judge gave no verdict
     failures: dict[str, dict] = field(default_factory=dict)  # stage -> count and one example reason
 
@@ -98,7 +99,8 @@ def summarize(records: Iterable[dict], benchmark: str, judge: str) -> Summary:
         verdict = (record.get("verdict") or {}).get("correct")
         if "unfound" in record and verdict is not None:
             grounding.update(checked=1, invented=bool(record["unfound"]), wrong=not verdict,
-                             wrong_invented=not verdict and bool(record["unfound"]))
+                             wrong_invented=not verdict and bool(record["unfound"]),
+                             quoted="quoted" in record, quoted_right="quoted" in record and verdict)
         if record.get("evidence"):
             known += 1
             reached += bool(set(record["evidence"]) & set(record.get("clips") or []))
@@ -110,7 +112,8 @@ def summarize(records: Iterable[dict], benchmark: str, judge: str) -> Summary:
     if known:
         summary.evidence = {"known": known, "reached": reached, "rate": round(reached / known, 4)}
     if grounding:
-        summary.grounding = {key: grounding[key] for key in ("checked", "invented", "wrong", "wrong_invented")}
+        summary.grounding = {key: grounding[key] for key in ("checked", "invented", "wrong", "wrong_invented",
+                                                             "quoted", "quoted_right")}
     summary.failures = {stage: {"count": sum(c.values()), "reasons": dict(c.most_common(5))}
                         for stage, c in sorted(failures.items())}
     return summary
@@ -157,6 +160,9 @@ def markdown(summary: Summary, *, title: str = "", context: dict[str, str] | Non
         out += [f"Grounding: invented (a word that neither the notes shown nor the question hold) in {g['invented']} "
                 f"of {g['checked']} judged answers; of the {g['wrong']} wrong answers, invented {g['wrong_invented']}, "
                 f"made of the notes' own words {g['wrong'] - g['wrong_invented']} (a wrong line or number read).", ""]
+        if g.get("quoted"):
+            out += [f"Quoted: {g['quoted']} answers the model mostly invented were given as the note nearest the "
+                    f"question instead (`control.quote_invented`); {g['quoted_right']} of them judged right.", ""]
     if summary.failures:
         out += ["| not answered: stage | questions | most common reasons |", "|---|---|---|"]
         for stage, info in summary.failures.items():

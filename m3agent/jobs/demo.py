@@ -57,6 +57,8 @@ def run_demo(workdir: str | Path, config, questions: list[str] | None = None, ou
         unfound = answer_unfound(answer)
         if unfound:
             out("   " + unfound_note(unfound))
+        elif answer.rounds and answer.rounds[-1].replaced:
+            out("   " + answer.rounds[-1].replaced_note())
         searches = [r for r in answer.rounds if r.action == "search"]
         out(f"   {len(answer.rounds) - len(searches)} answer + {len(searches)} searches, {answer.seconds:.1f} s")
         evidence = best_evidence(answer, graph.embed_queries)

@@ -493,7 +493,8 @@ def _answer(plan: MemoryPlan, items: list[BenchItem], setup: BenchSetup, writer:
 
 def _answer_fields(answer, *, choice: bool = False) -> dict:
     """What a record keeps of ``answer``; a free-form answer also lists its words no note shown holds (``unfound``:
-    invented, :mod:`m3agent.eval.grounding`), a letter chosen from options does not."""
+    invented, :mod:`m3agent.eval.grounding`), and the model's own answer when a note was quoted in its place
+    (``quoted``); a letter chosen from options does neither."""
     data = answer.to_dict()
     clips = list(dict.fromkeys(hit["clip"] for hit in answer.evidence))
     fields = {"answer": None if answer.error else answer.answer, "rounds": data["rounds"], "clips": clips,
@@ -501,6 +502,8 @@ def _answer_fields(answer, *, choice: bool = False) -> dict:
               "tokens": data["tokens"], "error": answer.error}
     if not answer.error and not choice:
         fields["unfound"] = answer_unfound(answer)
+        if answer.rounds and answer.rounds[-1].replaced_by == "quote":  # the model's own answer, mostly invented
+            fields["quoted"] = answer.rounds[-1].replaced
     return fields
 
 

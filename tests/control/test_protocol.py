@@ -18,6 +18,7 @@ from m3agent.control import (
 )
 from m3agent.control.text import MAX_QUERY_CHARS
 from m3agent.eval.corrections import held_answer
+from m3agent.eval.grounding import quoted_answer
 from m3agent.models.llm.base import ChatResponse
 from m3agent.models.llm.scripted import ScriptedChat
 
@@ -203,11 +204,23 @@ def test_the_question_is_shown_the_lessons_memory_finds_about_it(kitchen, gate):
 def test_an_answer_the_user_corrected_for_this_question_is_not_given_again(kitchen, hold):
     kitchen.remember_lesson(kitchen.video, 1, 'Asked "Is the fridge full?", the answer "Yes, it is full." was wrong; '
                                               'the user corrected it: "No, it is empty.".')
-    step = ControlStep(kitchen, ControlConfig(), held_answer if hold else None)
+    step = ControlStep(kitchen, ControlConfig(), {"correction": held_answer} if hold else None)
     repeated, _ = by_hand(step, Question("Is the fridge full?"), ["Action: [Answer]\nContent: Yes, it is full."])
     assert repeated.answer == ("No, it is empty." if hold else "Yes, it is full.")
     assert repeated.rounds[-1].replaced == ("Yes, it is full." if hold else "")
+    assert repeated.rounds[-1].replaced_by == ("correction" if hold else "")
     assert repeated.rounds[-1].by == "model"  # the model's round still counts as one
     assert ("replaced" in repeated.to_dict()["rounds"][-1]) is hold
     other, _ = by_hand(step, Question("Who plays guitar on the sofa?"), ["Action: [Answer]\nContent: Yes, it is full."])
     assert other.answer == "Yes, it is full."  # the correction of another question holds nothing here
+
+
+def test_an_answer_mostly_invented_gives_the_note_nearest_the_question(kitchen):
+    step = ControlStep(kitchen, ControlConfig(), {"quote": quoted_answer})
+    invented, _ = by_hand(step, Question("Who cooks pasta in the kitchen?"), ["Action: [Answer]\nContent: Gordon."])
+    assert invented.answer.endswith("cooks pasta in the kitchen")  # the note, names as users read them
+    assert invented.rounds[-1].replaced == "Gordon." and invented.rounds[-1].replaced_by == "quote"
+    assert "the model said 'Gordon.', which the notes shown do not hold" in invented.rounds[-1].replaced_note()
+    assert invented.to_dict()["rounds"][-1]["replaced_by"] == "quote"
+    kept, _ = by_hand(step, Question("Who cooks pasta?"), ["Action: [Answer]\nContent: Gordon cooks pasta in the kitchen."])
+    assert kept.answer == "Gordon cooks pasta in the kitchen." and not kept.rounds[-1].replaced  # mostly read

@@ -46,4 +46,4 @@ def test_the_factorys_controller_holds_to_corrections_unless_told_not_to(kitchen
     assert held.answer == "Bob." and held.rounds[-1].replaced == "Alice."
     off = load_config(None, {}, ["control.hold_corrections=false"])
     assert build_controller(kitchen, off, ScriptedChat(reply)).answer(Question("Who plays guitar?")).answer == "Alice."
-    assert held_answer("Who plays guitar?", [], "Alice.") is None  # no lesson, nothing held
+    assert held_answer("Who plays guitar?", [], [], "Alice.") is None  # no lesson, nothing held

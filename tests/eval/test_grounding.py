@@ -1,7 +1,13 @@
 """An answer's words that no note shown holds: invented, as against read from a wrong line."""
 
 from m3agent.control.records import Answer, Round
-from m3agent.eval.grounding import answer_unfound, unfound_words
+from m3agent.eval.grounding import (
+    answer_unfound,
+    mostly_invented,
+    nearest_note,
+    quoted_answer,
+    unfound_words,
+)
 
 NOTES = ['At 01:18 Peter says: "Tonight I will cook pasta with mushrooms for everyone."',
          'At 00:26 Peter says: "Good morning, my name is Peter. I work as a chef"']
@@ -34,3 +40,26 @@ def test_an_answer_is_checked_against_its_notes_and_the_lessons_it_was_shown():
     corrected = [rounds[0], Round("answer", "Risotto.", replaced="Pizza.")]
     assert answer_unfound(Answer(answer.question, "Risotto.", corrected, 1.0, notes={2: NOTES})) == []
     assert answer_unfound(Answer(answer.question, "", rounds, 1.0, error="the model failed")) == []
+
+
+def test_an_answer_is_mostly_invented_when_half_its_words_are_in_no_note():
+    assert mostly_invented("Fettini.", NOTES, "What will Peter cook tonight?")
+    assert mostly_invented("Fettuccine Alfredo with mushrooms.", NOTES)  # one of three words read
+    assert not mostly_invented("Fettuccine with mushrooms.", NOTES)  # one of two read: kept (and flagged)
+    assert not mostly_invented("7.", NOTES) and not mostly_invented("", NOTES)  # nothing to call invented
+
+
+def test_the_nearest_note_is_the_one_sharing_most_with_the_question_rare_words_first():
+    notes = ["<character_1>'s name is Peter", *NOTES, 'At 02:00 Sarah says: "Peter, the pasta is great."']
+    assert nearest_note("What will Peter cook tonight?", notes) == NOTES[0]  # tonight and cook over Peter alone
+    assert nearest_note("Where is the umbrella?", notes) is None  # no note shares a word: nothing is quoted
+    assert nearest_note("What does Peter do?", []) is None
+
+
+def test_a_quoted_note_replaces_only_an_answer_mostly_invented():
+    question = "What will Peter cook tonight?"
+    assert quoted_answer(question, [], NOTES, "Fettini.") == NOTES[0]
+    assert quoted_answer(question, [], NOTES, "Pasta with mushrooms.") is None
+    assert quoted_answer(question, ['Asked "What will Peter cook?", the user corrected it: "risotto"'], NOTES,
+                         "Risotto.") is None  # a lesson shown holds it
+    assert quoted_answer(question, [], [], "Fettini.") is None  # nothing was shown to quote

@@ -1,5 +1,6 @@
 """`m3agent bench m3`: answers, verdicts and reasons for every question; resume after a kill; the report."""
 
+import dataclasses
 import json
 import sys
 
@@ -48,8 +49,11 @@ def replies(messages):
     return "Action: [Answer]\nContent: " + next(v for k, v in answer.items() if k in question)
 
 
-def setup_for(tmp_path, chat=None, judge=None, config=None, **kw):
+def setup_for(tmp_path, chat=None, judge=None, config=None, quote=False, **kw):
+    """The bench's setup with a scripted control model; its answers are kept as it gives them unless ``quote``
+    (``control.quote_invented``, on by default in real use, gives a note for an answer mostly invented)."""
     config = config or Config(control=ControlConfig(batch_size=2))
+    config = dataclasses.replace(config, control=dataclasses.replace(config.control, quote_invented=quote))
     chat = chat or ScriptedChat(replies)
     judge = judge or OfflineJudge(f1=0.5)
     return BenchSetup(memories=tmp_path / "memories", out=tmp_path / "out", config=config, chat=lambda: chat,
@@ -253,16 +257,29 @@ BOB = [("Who plays guitar on the sofa?", "Bob", ["Person Understanding"], "02:00
        ("Who is the musician?", "Bob", ["Person Understanding"], "02:00")]
 
 
+def test_an_invented_answer_is_given_as_the_nearest_note_and_counted_apart(tmp_path, kitchen):
+    setup, _ = setup_for(tmp_path, quote=True)
+    summary = run_bench(read_annotations(annotations(tmp_path)), setup)
+    water = load_results(tmp_path / "out")["kitchen_Q04"]  # this model reads "fridge" in the results: milk, invented
+    assert water["quoted"] == "It is full of milk." and water["rounds"][-1]["replaced_by"] == "quote"
+    assert water["answer"] == "Alice waters the plants on the balcony" and water["verdict"]["correct"]
+    assert water["unfound"] == []  # the answer given is a note
+    assert summary.grounding["quoted"] == 1 and summary.grounding["quoted_right"] == 1
+    assert "Quoted: 1 answers the model mostly invented" in (tmp_path / "out" / "report.md").read_text()
+
+
 def annotation_file(tmp_path, name, questions):
     return annotations(tmp_path, questions=questions).rename(tmp_path / name)
 
 
 def cli_bench(tmp_path, path, out="out", *extra):
-    """``bench m3`` through the CLI with a control model that always says Bob (no model loads)."""
+    """``bench m3`` through the CLI with a control model that always says Bob (no model loads; no note names him, so
+    the rule that quotes a note for an invented answer is off)."""
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps(["Action: [Answer]\nContent: Bob."]))
     return main(["--set", "embedder.backend=hashing", "--set", "embedder.model=512", "--set",
-                 "control.chat.backend=scripted", "--set", f"control.chat.model={replies}", "bench", "m3",
+                 "control.chat.backend=scripted", "--set", f"control.chat.model={replies}",
+                 "--set", "control.quote_invented=false", "bench", "m3",
                  "--annotations", str(path), "--memories", str(tmp_path / "memories"), "--out", str(tmp_path / out),
                  "--quiet", *extra])
 
