@@ -99,7 +99,10 @@ def control(graph, timings, config, backend: str, limit: int | None) -> dict:
     rounds = [r for a in answers for r in a.rounds if r.by == "model"]
     per_round = sorted(r.seconds for r in rounds)
     reached = [bool({h["clip"] for h in a.evidence} & evidence_clips(timings, q.line)) for q, a in zip(questions, answers)]
-    right = [any(w.lower() in a.answer.lower() for w in q.answer_words) for q, a in zip(questions, answers)]
+    right = [_has_word(q, a.answer) for q, a in zip(questions, answers)]
+    own = [_has_word(q, a.rounds[-1].replaced if a.rounds and a.rounds[-1].replaced else a.answer)
+           for q, a in zip(questions, answers)]  # the model's own answer, before any rule gave another
+    quoted = sum(1 for a in answers if a.rounds and a.rounds[-1].replaced_by == "quote")
     return {
         "backend": backend, "questions": len(questions), "load_s": round(load, 2),
         "round_s_p50": statistics.median(per_round), "round_s_p90": per_round[int(0.9 * (len(per_round) - 1))],
@@ -109,6 +112,7 @@ def control(graph, timings, config, backend: str, limit: int | None) -> dict:
         "prompt_tokens_p50": statistics.median(r.prompt_tokens for r in rounds),
         "completion_tokens_p50": statistics.median(r.completion_tokens for r in rounds),
         "evidence_reached": sum(reached) / len(reached), "answer_word_hit": sum(right) / len(right),
+        "answer_word_model": sum(own) / len(own), "quoted": quoted,
         "errors": sum(1 for a in answers if a.error),
         "examples": [{"question": a.question, "answer": a.answer} for a in answers[:4]],
     }
@@ -159,6 +163,18 @@ def decoding(config) -> dict:
             "merged_mb": round(Path(merged).stat().st_size / 2**20)}
 
 
+def _has_word(question, answer: str) -> bool:
+    return any(w.lower() in answer.lower() for w in question.answer_words)
+
+
+def _words(c: dict) -> str:
+    """The answer-word cell: the model's own answers, then the answers given when a rule quoted a note for some."""
+    if c["backend"] == "scripted":
+        return "-"
+    own = format(c.get("answer_word_model", c["answer_word_hit"]), ".0%")
+    return f"{own} / {c['answer_word_hit']:.0%} ({c['quoted']} quoted)" if c.get("quoted") else own
+
+
 def render(result: dict) -> str:
     from bench.perf_memory import machine
 
@@ -169,7 +185,7 @@ def render(result: dict) -> str:
         f"| {c['backend']} | {c['questions']} | {c['load_s']:.1f} s | {c['round_s_p50']:.2f} / {c['round_s_p90']:.2f} s "
         f"| {c['question_s_p50']:.1f} s | {c['model_rounds_mean']:.1f} | {c['prompt_tokens_p50']:.0f} / "
         f"{c['completion_tokens_p50']:.0f} | {c['search_ms_p50']:.1f} ms | {c['evidence_reached']:.0%} "
-        f"| {'-' if c['backend'] == 'scripted' else format(c['answer_word_hit'], '.0%')} | {c['errors']} |"
+        f"| {_words(c)} | {c['errors']} |"
         for c in result["control"])
     d = result.get("decoding") or {}
     speed = (f"**Decoding with the shipped control adapter** ({DECODE_TOKENS} tokens after a short prompt, median of "
@@ -200,7 +216,9 @@ Whisper tiny.en heard "The car keys are in the blue bowl" as "The Carke Marin th
 **Answering** (5 rounds at most, the question searched before round 1, 1,024 tokens per reply at most,
 temperature 0). Per model round: seconds (median / p90); tokens (median prompt / completion). "Evidence reached":
 some search of the loop returned a clip holding the answer. "Answer word": an expected word appears in the
-answer (a crude check that measures the model, not the system). `llamacpp` and `openai` run the default control
+model's own answer (a crude check that measures the model, not the system); where the control step gave the note
+nearest the question for an answer the model mostly invented (`control.quote_invented`), the same check on the
+answers given follows, with how many were quoted. `llamacpp` and `openai` run the default control
 model, SmolLM2-135M with the adapter `m3agent train control` trained (docs/RESULTS.md); `-untrained` is the same
 backend without it.
 

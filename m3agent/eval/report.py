@@ -161,8 +161,9 @@ def markdown(summary: Summary, *, title: str = "", context: dict[str, str] | Non
                 f"of {g['checked']} judged answers; of the {g['wrong']} wrong answers, invented {g['wrong_invented']}, "
                 f"made of the notes' own words {g['wrong'] - g['wrong_invented']} (a wrong line or number read).", ""]
         if g.get("quoted"):
-            out += [f"Quoted: {g['quoted']} answers the model mostly invented were given as the note nearest the "
-                    f"question instead (`control.quote_invented`); {g['quoted_right']} of them judged right.", ""]
+            out += [f"Quoted: {g['quoted']} of the answers given are the note nearest the question, given in place "
+                    f"of an answer the model mostly invented (`control.quote_invented`); {g['quoted_right']} of them "
+                    "judged right.", ""]
     if summary.failures:
         out += ["| not answered: stage | questions | most common reasons |", "|---|---|---|"]
         for stage, info in summary.failures.items():

@@ -265,7 +265,7 @@ def test_an_invented_answer_is_given_as_the_nearest_note_and_counted_apart(tmp_p
     assert water["answer"] == "Alice waters the plants on the balcony" and water["verdict"]["correct"]
     assert water["unfound"] == []  # the answer given is a note
     assert summary.grounding["quoted"] == 1 and summary.grounding["quoted_right"] == 1
-    assert "Quoted: 1 answers the model mostly invented" in (tmp_path / "out" / "report.md").read_text()
+    assert "Quoted: 1 of the answers given are the note nearest the question" in (tmp_path / "out" / "report.md").read_text()
 
 
 def annotation_file(tmp_path, name, questions):
