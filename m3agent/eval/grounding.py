@@ -4,6 +4,9 @@ A wrong answer made of the notes' own words read the wrong line (or the wrong nu
 that neither the notes nor the question hold was invented from what the model knew before ("Fettuccine Alfredo."
 for a line about pasta with mushrooms). The benchmark report counts both, so a change to the model or to memory
 reads as fewer inventions or as better reading. Numbers never count as invented: a total is worked out, not read.
+
+An answer mostly invented is not given at all where ``control.quote_invented`` is on (:func:`quoted_answer`, a rule
+the control step applies after the model's last round): the note nearest the question is given in its place.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def _meaningful(tokens: Iterable[str]) -> list[str]:
 
 
 def _content(text: str) -> list[str]:
-    """The words of ``text`` that carry its meaning, stemmed, each once: no numbers, no function words."""
+    """The words of ``text`` that carry its meaning (:func:`_meaningful`), stemmed, each once."""
     return list(dict.fromkeys(_stem(t) for t in _meaningful(normalized_tokens(text))))
 
 
