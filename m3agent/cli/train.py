@@ -50,7 +50,7 @@ def cmd_train(args, config: Config) -> int:
     if args.resample < 0:
         raise M3AgentError(f"--resample must be 0 (off) or more (got {args.resample})")
     summary = train_control(config, args.data, args.out, plan, evidence=args.evidence, worked=args.worked,
-                            notice=lambda text: print(text, file=sys.stderr))
+                            queries=args.queries, notice=lambda text: print(text, file=sys.stderr))
     print_json({k: v for k, v in summary.items() if k not in ("warm_losses", "steps")} |
                {"last_steps": summary["steps"][-5:]})
     return 0
@@ -94,6 +94,8 @@ def add_commands(sub) -> None:
     p.add_argument("--evidence", default=None, help="control: the worlds' evidence file (worlds.evidence.json)")
     p.add_argument("--worked", default=None,
                    help="control: answers the warm start gives with their working (worlds.worked.json)")
+    p.add_argument("--queries", default=None,
+                   help="control: what the warm start searches for a question's second hop (worlds.queries.json)")
     p.add_argument("--warm-tasks", type=int, default=256, help="control: gold episodes of the warm start")
     p.add_argument("--lessons", type=float, default=0.3,
                    help="control: share of questions shown feedback lessons (others' corrections; 0: none)")

@@ -68,15 +68,15 @@ def starting_adapter(adapter: str) -> str | None:
     return path
 
 
-def read_tasks(data: str | Path, evidence: str | Path | None = None,
-               worked: str | Path | None = None) -> list[dict[str, Any]]:
-    """Control tasks from train-data Parquet rows (with each question's evidence clips, and the answers the gold
-    replies give with their working, when given)."""
+def read_tasks(data: str | Path, evidence: str | Path | None = None, worked: str | Path | None = None,
+               queries: str | Path | None = None) -> list[dict[str, Any]]:
+    """Control tasks from train-data Parquet rows (with each question's evidence clips, the answers the gold
+    replies give with their working, and what they search for a second hop, when given)."""
     import pyarrow.parquet as pq
 
     from m3agent.train.tasks import task_of
 
-    clips, workings = _sidecar(evidence), _sidecar(worked)
+    clips, workings, follow = _sidecar(evidence), _sidecar(worked), _sidecar(queries)
     tasks = []
     for row in pq.read_table(str(data)).to_pylist():
         extra = row.get("extra_info") or {}
@@ -86,6 +86,8 @@ def read_tasks(data: str | Path, evidence: str | Path | None = None,
         task.update(memory=extra["memory"], prompt=row["prompt"], evidence=clips.get(extra.get("question_id"), []))
         if workings.get(extra.get("question_id")):
             task["worked"] = workings[extra["question_id"]]
+        if follow.get(extra.get("question_id")):
+            task["evidence_queries"] = follow[extra["question_id"]]
         tasks.append(task)
     if not tasks:
         raise ControlTrainingError(f"{data} holds no control rows (write them with m3agent train-data)")
@@ -93,7 +95,8 @@ def read_tasks(data: str | Path, evidence: str | Path | None = None,
 
 
 def _sidecar(path: str | Path | None) -> dict[str, Any]:
-    """A worlds sidecar (``NAME.evidence.json``, ``NAME.worked.json``): ``{question_id: ...}``, empty when not given."""
+    """A worlds sidecar (``NAME.evidence.json``, ``NAME.worked.json``, ``NAME.queries.json``): ``{question_id: ...}``,
+    empty when not given."""
     if not path:
         return {}
     try:
@@ -107,7 +110,7 @@ def _sidecar(path: str | Path | None) -> dict[str, Any]:
 
 def train_control(config: Config, data: str | Path, out_dir: str | Path, settings: ControlTraining = ControlTraining(),
                   *, evidence: str | Path | None = None, worked: str | Path | None = None,
-                  notice: Callable[[str], None] = print) -> dict[str, Any]:
+                  queries: str | Path | None = None, notice: Callable[[str], None] = print) -> dict[str, Any]:
     import dataclasses
 
     from tqdm import tqdm
@@ -128,7 +131,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     config = dataclasses.replace(config, control=dataclasses.replace(config.control, max_rounds=settings.rounds))
-    tasks = read_tasks(data, evidence, worked)
+    tasks = read_tasks(data, evidence, worked, queries)
     with_lessons = add_lessons(tasks, settings.lessons, settings.grpo.seed, corrections=settings.corrections)
     shelf = MemoryShelf(config)
 
@@ -142,6 +145,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     tokenizer, model = load_base(base_model, settings.threads)
     warm_dir = out / "warm"
     summary: dict[str, Any] = {"tasks": len(tasks), "tasks_with_lessons": with_lessons, "settings": asdict(settings),
+                               "tasks_with_follow_ups": sum(bool(t.get("evidence_queries")) for t in tasks),
                                "corrected": {kind: sum(bool(t.get(kind)) for t in tasks)
                                              for kind in ("corrected", "hidden", "overruled")}}
     if (warm_dir / "adapter_config.json").exists():

@@ -5,6 +5,8 @@
   ``before_clip = floor(seconds / 30) - 1``; ``reasoning`` quotes the scenes of evidence.
 * :func:`evidence`: the ``NAME.evidence.json`` sidecar, ``{question_id: [clip, ...]}``.
 * :func:`worked`: the ``NAME.worked.json`` sidecar, ``{question_id: answer with its working}``.
+* :func:`follow_ups`: the ``NAME.queries.json`` sidecar, ``{question_id: {clip: query}}``: what a reader searches
+  for the second hop of a question once the first is found.
 * :func:`records`: the world as a text memory (:class:`~m3agent.memory.text_sources.TextRecord`), one record a
   spoken scene, its session the 30-second clip it falls in, so a text memory's clips are the video's. Each line
   is written by the default memorizer's own functions for a speaker's scene (``<character_2> is on screen from
@@ -100,6 +102,21 @@ def worked(worlds: Iterable[World]) -> dict[str, str]:
     the gold replies of a warm start answer with it, the judge still holds the reference."""
     return {question_id(world, number): ask.worked
             for world in worlds for number, ask in enumerate(world.asks, 1) if ask.worked}
+
+
+def follow_ups(worlds: Iterable[World]) -> dict[str, dict[str, str]]:
+    """``{question_id: {clip: query}}``: for a question of two hops, what finds each clip of the second hop once the
+    first is shown (:attr:`Ask.follow_ups`); a clip that also holds the first hop needs none. The gold replies of a
+    warm start search it (:func:`m3agent.train.gold.gold_reply`)."""
+    out = {}
+    for world in worlds:
+        for number, ask in enumerate(world.asks, 1):
+            later = {scene for scene, _ in ask.follow_ups}
+            first = {clip_of(scene) for scene in ask.scenes if scene not in later}
+            queries = {str(clip_of(scene)): query for scene, query in ask.follow_ups if clip_of(scene) not in first}
+            if queries:
+                out[question_id(world, number)] = queries
+    return out
 
 
 def speaker_labels(world: World) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 ``OUT/worlds.json`` holds the questions in M3-Bench's robot schema, ``OUT/worlds.evidence.json`` the clips of
 their evidence (the sidecar :func:`m3agent.eval.annotations.read_annotations` picks up), ``OUT/worlds.worked.json``
-the answers a warm start gives with their working (``train control --worked``), ``OUT/worlds.scripts.json``
+the answers a warm start gives with their working (``train control --worked``), ``OUT/worlds.queries.json`` what
+its gold replies search for the second hop of a question (``train control --queries``), ``OUT/worlds.scripts.json``
 each world as generated (people, scenes, asks), and ``OUT/memories/WORLD.db`` each world's memory, named as
 :func:`m3agent.eval.memories.plan_memory` looks for it, its video or source named by the world's id. So::
 
@@ -41,7 +42,16 @@ from m3agent.config import Config
 from m3agent.errors import M3AgentError
 from m3agent.factory import SharedEmbedders, build_asr, open_memory
 from m3agent.train.hearing import heard_lines
-from m3agent.train.render import VOICES, annotations, evidence, kept_asks, records, scenes, worked
+from m3agent.train.render import (
+    VOICES,
+    annotations,
+    evidence,
+    follow_ups,
+    kept_asks,
+    records,
+    scenes,
+    worked,
+)
 from m3agent.train.worlds import (
     BEFORE_CHANGE,
     CLIP_SECONDS,
@@ -55,6 +65,7 @@ if TYPE_CHECKING:
     from m3agent.models.embed.base import TextEmbedder
 
 ANNOTATIONS, EVIDENCE, WORKED, SCRIPTS = "worlds.json", "worlds.evidence.json", "worlds.worked.json", "worlds.scripts.json"
+QUERIES = "worlds.queries.json"
 HEARD = "heard"  # OUT/heard/WORLD.json: {scene: what speech recognition heard}, for the worlds stored as heard
 RENDERS = ("text", "video")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
@@ -82,6 +93,7 @@ def write_worlds(out_dir: str | os.PathLike[str], count: int, seed: int, config:
     _write_json(out / ANNOTATIONS, annotations(worlds))
     _write_json(out / EVIDENCE, evidence(worlds))
     _write_json(out / WORKED, worked(worlds))
+    _write_json(out / QUERIES, follow_ups(worlds))
     _write_json(out / SCRIPTS, {world.id: world.to_dict() for world in worlds})
     built = kept = 0
     bar = _progress(worlds, render, progress)

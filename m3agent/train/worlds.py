@@ -114,6 +114,9 @@ class Ask:
     kind: str = ""  # what it asks: "job", "total", BEFORE_CHANGE, "location-now", "said-town", "hop-job", ...
     subject: str = ""  # what it is about ("object:brass compass"): the asks before and after a change share it
     worked: str = ""  # the answer with its working, for the gold replies of a warm start ("4 + 3 = 7 plates.")
+    #: (scene, query): what a reader who found the other scenes searches for this one, the person named in place of
+    #: the description ("What does Frederik do for a living?" once a line shows Frederik grew up in Krakow)
+    follow_ups: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -263,8 +266,18 @@ ADVICE = ("When you {sit}, {act}.", "Here is a tip: when you {sit}, {act}.", "{A
 
 
 def _ask(question: str, answer: str, types, scenes, kind: str, subject: str, at: int | None = None,
-         worked: str = "") -> Ask:
-    return Ask(question, _answer(answer), tuple(types), tuple(sorted(set(scenes))), at, kind, subject, worked)
+         worked: str = "", follow_ups=(), first=()) -> Ask:
+    """``first``: the scenes of a question's first hop; a follow-up for one of them is dropped (a scene saying both
+    hops is read at once)."""
+    later = tuple((scene, query) for scene, query in follow_ups if scene not in first)
+    return Ask(question, _answer(answer), tuple(types), tuple(sorted(set(scenes))), at, kind, subject, worked, later)
+
+
+def _hop(phrasing: tuple[str, str], name: str, **fields) -> tuple[str, str]:
+    """A question of two hops and its follow-up: ``phrasing`` is (template with ``{d}``, the description that
+    stands for the person), and the follow-up asks the same with the person's ``name`` in the description's place."""
+    template, described = phrasing
+    return template.format(d=described.format(**fields), **fields), template.format(d=name, **fields)
 
 
 def _sum_worked(n: int, m: int, things: str) -> str:
@@ -597,19 +610,25 @@ class _Builder:
                 ask(question, answer, (PU,), (intro[k], town), "town", k)
                 ask(pick(("Who said that they grew up in {t}?", "Which person comes from {t}?")).format(t=p.town),
                     name, (CM,), (intro[k], town), "said-town", k)
-                ask(pick(("What does the person who grew up in {t} do for a living?",
-                          "What is the job of the person who comes from {t}?")).format(t=p.town),
-                    job_answer, (MH,) if rng.random() < 0.6 else (MH, PU), (town, job_scene), "hop-job-town", k)
-                ask(pick(("Where did the {j} grow up?", "Which town is the {j} from?")).format(j=p.job),
-                    f"in {p.town}", (MH,), (job_scene, town), "hop-town-job", k)
+                question, follow = _hop(pick((("What does {d} do for a living?", "the person who grew up in {t}"),
+                                              ("What is the job of {d}?", "the person who comes from {t}"))),
+                                        name, t=p.town)
+                ask(question, job_answer, (MH,) if rng.random() < 0.6 else (MH, PU), (town, job_scene),
+                    "hop-job-town", k, follow_ups=[(job_scene, follow)], first=[town])
+                question, follow = _hop(pick((("Where did {d} grow up?", "the {j}"), ("Which town is {d} from?",
+                                                                                     "the {j}"))), name, j=p.job)
+                ask(question, f"in {p.town}", (MH,), (job_scene, town), "hop-town-job", k, follow_ups=[(town, follow)],
+                    first=[job_scene])
             if p.likes:
                 like = self._scene("like", k)
                 ask(pick(("What does {n} love?", "What does {n} enjoy?", "What is {n} a big fan of?"))
                     .format(n=name), p.likes, (PU,), (intro[k], like), "like", k)
                 ask(pick(("Who said that they love {x}?", "Which person is a fan of {x}?")).format(x=p.likes),
                     name, (CM,), (intro[k], like), "said-like", k)
-                ask(pick(("Where does the person who loves {x} work?", "At which place does the fan of {x} work?"))
-                    .format(x=p.likes), f"at {p.workplace}", (MH,), (like, job_scene), "hop-work-like", k)
+                question, follow = _hop(pick((("Where does {d} work?", "the person who loves {x}"),
+                                              ("At which place does {d} work?", "the fan of {x}"))), name, x=p.likes)
+                ask(question, f"at {p.workplace}", (MH,), (like, job_scene), "hop-work-like", k,
+                    follow_ups=[(job_scene, follow)], first=[like])
             if p.dislikes:
                 dislike = self._scene("dislike", k)
                 ask(pick(("What does {n} hate?", "What can't {n} stand?", "What does {n} dislike?")).format(n=name),
@@ -622,17 +641,22 @@ class _Builder:
                 ask(pick(("What is {n} going to do {w}?", "What does {n} plan to do {w}?", "What will {n} do {w}?"))
                     .format(n=name, w=when), plan, (PU,), (intro[k], scene), "plan", k)
                 ask(f"Who said they would {plan} {when}?", name, (CM,), (intro[k], scene), "said-plan", k)
-                ask(pick(("What is the {j} going to do {w}?", "What does the {j} plan to do {w}?"))
-                    .format(j=p.job, w=when), plan, (MH,), (job_scene, scene), "hop-plan-job", k)
+                question, follow = _hop(pick((("What is {d} going to do {w}?", "the {j}"),
+                                              ("What does {d} plan to do {w}?", "the {j}"))), name, j=p.job, w=when)
+                ask(question, plan, (MH,), (job_scene, scene), "hop-plan-job", k, follow_ups=[(scene, follow)],
+                    first=[job_scene])
             if p.relation:
                 rel, other_key = p.relation
                 other = persons[other_key]
                 scene = self._scene("relation", k)
                 ask(f"Who is {name}'s {rel}?", other.name, (PU,), (intro[k], scene), "relation", k)
                 ask(f"Who said that {other.name} is their {rel}?", name, (CM,), (intro[k], scene), "said-relation", k)
-                ask(pick(("Where does {n}'s {r} work?", "At which place does {n}'s {r} work?")).format(n=name, r=rel),
-                    f"at {other.workplace}", (MH,), (intro[k], scene, intro[other_key], self._scene("job", other_key)),
-                    "hop-work-relation", k)
+                question, follow = _hop(pick((("Where does {d} work?", "{n}'s {r}"),
+                                              ("At which place does {d} work?", "{n}'s {r}"))), other.name, n=name, r=rel)
+                their_job = self._scene("job", other_key)
+                ask(question, f"at {other.workplace}", (MH,), (intro[k], scene, intro[other_key], their_job),
+                    "hop-work-relation", k, follow_ups=[(intro[other_key], follow), (their_job, follow)],
+                    first=[intro[k], scene])
             if p.belonging:
                 obj, first, moved = p.belonging
                 put, move = self._scene("put", k), self._scene("move", k)
@@ -653,9 +677,11 @@ class _Builder:
                 ask(now.format(o=obj, n=name, p=p.possessive), moved, (ME,), (put, move, *extra), "location-now", subject)
                 ask(pick(("Who moved the {o}?", "Who said they moved the {o}?")).format(o=obj), name, (CM,),
                     (intro[k], move), "said-move", k)
-                ask(pick(("What is the job of the person who moved the {o}?",
-                          "What does the person who moved the {o} do for a living?")).format(o=obj),
-                    job_answer, (MH,) if rng.random() < 0.6 else (MH, PU), (move, job_scene), "hop-job-move", k)
+                question, follow = _hop(pick((("What is the job of {d}?", "the person who moved the {o}"),
+                                              ("What does {d} do for a living?", "the person who moved the {o}"))),
+                                        name, o=obj)
+                ask(question, job_answer, (MH,) if rng.random() < 0.6 else (MH, PU), (move, job_scene), "hop-job-move",
+                    k, follow_ups=[(job_scene, follow)], first=[move])
             if p.purchase:
                 things, n, m, shop = p.purchase
                 buy, more = self._scene("buy", k), self._scene("buy-more", k)
@@ -664,9 +690,11 @@ class _Builder:
                           "How many {t} did {n} buy altogether?")).format(t=things, n=name),
                     NUMBERS[n + m], (ME,), (intro[k], buy, more), "total", subject,
                     worked=_sum_worked(n, m, things))
-                ask(pick(("How many {t} did the {j} buy in total?", "Altogether, how many {t} did the {j} get?"))
-                    .format(t=things, j=p.job), NUMBERS[n + m], (ME, MH), (job_scene, buy, more), "hop-total", subject,
-                    worked=_sum_worked(n, m, things))
+                question, follow = _hop(pick((("How many {t} did {d} buy in total?", "the {j}"),
+                                              ("Altogether, how many {t} did {d} get?", "the {j}"))),
+                                        name, t=things, j=p.job)
+                ask(question, NUMBERS[n + m], (ME, MH), (job_scene, buy, more), "hop-total", subject,
+                    worked=_sum_worked(n, m, things), follow_ups=[(buy, follow), (more, follow)], first=[job_scene])
                 ask(f"Who bought {things} at {shop}?", name, (CM,), (intro[k], buy), "said-buy", k)
             if p.advice:
                 sit, act = p.advice

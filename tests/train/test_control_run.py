@@ -49,6 +49,10 @@ def test_a_control_row_becomes_a_task_with_its_evidence(tmp_path):
     (tmp_path / "worked.json").write_text(json.dumps({"w1_Q01": "2 + 3 = 5 plates.", "w9_Q01": "1 + 1 = 2 cups."}))
     (task,) = read_tasks(tmp_path / "train.parquet", tmp_path / "evidence.json", tmp_path / "worked.json")
     assert task["worked"] == "2 + 3 = 5 plates." and task["answer"] == "Cyril."  # the judge keeps the reference
+    assert "evidence_queries" not in task
+    (tmp_path / "queries.json").write_text(json.dumps({"w1_Q01": {"3": "Where does Cyril work?"}}))
+    (task,) = read_tasks(tmp_path / "train.parquet", tmp_path / "evidence.json", queries=tmp_path / "queries.json")
+    assert task["evidence_queries"] == {"3": "Where does Cyril work?"} and "worked" not in task
 
 
 def test_a_missing_or_broken_sidecar_is_a_clear_error(tmp_path):
@@ -81,7 +85,7 @@ def test_train_control_runs_end_to_end_from_the_command_line_with_shuffled_resul
                  "--out", str(data)]) == 0
     assert main(["train", "control", "--data", str(data / "train.parquet"), "--out", str(run),
                  "--evidence", str(worlds / "worlds.evidence.json"), "--worked", str(worlds / "worlds.worked.json"),
-                 "--warm-tasks", "2", "--steps", "1", "--prompts", "1", "--generations", "2", "--threads", "2",
+                 "--queries", str(worlds / "worlds.queries.json"), "--warm-tasks", "2", "--steps", "1", "--prompts", "1", "--generations", "2", "--threads", "2",
                  "--clip-order", "shuffled", "--resample", "1", "--from-adapter", "bundled",
                  "--lessons", "0.5", "--corrections", "0.6", "--checkpointing"]) == 0
     summary = json.loads((run / "summary.json").read_text())
@@ -91,5 +95,5 @@ def test_train_control_runs_end_to_end_from_the_command_line_with_shuffled_resul
     assert summary["settings"]["lessons"] == 0.5 and summary["settings"]["corrections"] == 0.6
     assert summary["corrected"]["corrected"] >= summary["corrected"]["hidden"] + summary["corrected"]["overruled"]
     assert summary["settings"]["grpo"]["resample"] == 1 and summary["steps"][0]["redrawn"] <= 1
-    assert len(summary["warm_losses"]) == 1 and summary["tasks"] > 0
+    assert len(summary["warm_losses"]) == 1 and summary["tasks"] > summary["tasks_with_follow_ups"] > 0
     assert (run / "adapter.gguf").stat().st_size > 1_000_000 and (run / "curve.png").exists()

@@ -15,6 +15,7 @@ from m3agent.train.render import (
     VOICES,
     annotations,
     evidence,
+    follow_ups,
     records,
     scenes,
     speaker_labels,
@@ -23,6 +24,7 @@ from m3agent.train.render import (
 from m3agent.train.world_data import (
     ANNOTATIONS,
     EVIDENCE,
+    QUERIES,
     SCRIPTS,
     WORKED,
     photo_identities,
@@ -188,6 +190,7 @@ def test_write_worlds_text_feeds_train_data_without_skips(tmp_path):
     assert json.loads((out / EVIDENCE).read_text()) == evidence(worlds)
     workings = json.loads((out / WORKED).read_text())
     assert workings == worked(worlds) and len(workings) == 3  # each world's total, with its sum written out
+    assert json.loads((out / QUERIES).read_text()) == follow_ups(worlds)
     assert json.loads((out / SCRIPTS).read_text())[worlds[0].id] == json.loads(json.dumps(worlds[0].to_dict()))
     assert sorted(p.name for p in (out / "memories").glob("*.db")) == sorted(f"{w.id}.db" for w in worlds)
     items = read_annotations(out / ANNOTATIONS)
@@ -293,3 +296,16 @@ def test_a_small_world_renders_into_a_video_the_pipeline_memorizes(tmp_path):
         assert len(said) >= 2
         hits = graph.search(f"works as {job}", video=stored.id)
         assert any(job.split()[-1] in line.lower() for c in hits.clips for line in c.lines), hits.to_dict()
+
+
+def test_follow_ups_name_the_clips_of_the_second_hop_only():
+    worlds = generate_worlds(40, 3)
+    queries = follow_ups(worlds)
+    assert len(queries) > 40  # most worlds ask more than one question of two hops
+    for world in worlds:
+        for number, ask in enumerate(world.asks, 1):
+            held = queries.get(f"{world.id}_Q{number:02d}", {})
+            later = {scene for scene, _ in ask.follow_ups}
+            first = {clip_of(s) for s in ask.scenes if s not in later}
+            assert set(held) == {str(clip_of(s)) for s in later} - {str(c) for c in first}, ask
+            assert all(first - {int(c)} for c in held)  # a first hop is searched before any follow-up

@@ -192,6 +192,24 @@ def test_every_world_asks_all_five_types_and_one_question_before_a_change():
         assert all(a.at is None for a in world.asks if a is not early)
 
 
+def test_a_question_of_two_hops_has_a_follow_up_naming_the_person_of_its_second_hop():
+    hops = 0
+    for world in worlds_2000()[:300]:
+        names = {p.key: p.name for p in world.people}
+        for ask in world.asks:
+            later = {scene for scene, _ in ask.follow_ups}
+            if not ask.kind.startswith("hop-") or len(ask.scenes) < 2 or not later < set(ask.scenes):
+                assert not ask.follow_ups or ask.kind.startswith("hop-"), ask
+                continue
+            hops += 1
+            assert ask.follow_ups, ask
+            for scene, query in ask.follow_ups:
+                named = names[world.scenes[scene].speaker]
+                assert named in query and named not in ask.question and query.endswith("?"), (ask, query)
+                assert words(query) - words(named) <= words(ask.question) | frame_words(), (ask, query)
+    assert hops > 300
+
+
 def _key_words(answer: str) -> set[str]:
     return words(answer) - {"he", "she"}
 
@@ -271,7 +289,7 @@ def test_no_training_question_or_fact_appears_in_evaluation():
     evaluation_sentences = {normal(s) for t in evaluation_texts() for s in sentences(t)}
     questions, facts = set(), set()
     for world in worlds_2000():
-        questions.update(normal(a.question) for a in world.asks)
+        questions.update(normal(q) for a in world.asks for q in (a.question, *(f for _, f in a.follow_ups)))
         facts.update(normal(s) for line in world.scenes for s in sentences(line.text))
         facts.update(normal(row) for shown in world.shown if not shown.noise for row in shown.text.split("\n"))
     assert len(facts) > 5_000 and len(questions) > 5_000
