@@ -21,6 +21,8 @@ _ENDINGS = ("ing", "ed", "es", "s")  # "fixes", "fixed" and "fix" are one word h
 #: words about what is known rather than facts: "I do not know." or "The notes do not say." invents nothing
 _ABOUT_KNOWING = frozenset({"know", "knew", "unknown", "sure", "unclear", "mention", "say", "said", "tell", "told",
                             "note", "memory", "answer", "information", "find", "found"})
+#: a verdict on a question of yes or no states no fact to invent ("Yes." to "Is the printer still broken?")
+_VERDICTS = frozenset({"yes", "yeah", "true", "false"})
 
 
 def _stem(word: str) -> str:
@@ -39,8 +41,10 @@ def unfound_words(answer: str, notes: Iterable[str], question: str = "") -> list
 
 
 def _meaningful(tokens: Iterable[str]) -> list[str]:
-    """The tokens that could carry an invented fact: no number, no function word, no word about knowing."""
-    return [t for t in tokens if not t.isdigit() and t not in STOPWORDS and _stem(t) not in _ABOUT_KNOWING]
+    """The tokens that could carry an invented fact: no number, no function word, no yes or no, no word about
+    knowing."""
+    return [t for t in tokens
+            if not t.isdigit() and t not in STOPWORDS and t not in _VERDICTS and _stem(t) not in _ABOUT_KNOWING]
 
 
 def _content(text: str) -> list[str]:

@@ -47,6 +47,8 @@ def test_an_answer_is_mostly_invented_when_half_its_words_are_in_no_note():
     assert mostly_invented("Fettuccine Alfredo with mushrooms.", NOTES)  # one of three words read
     assert not mostly_invented("Fettuccine with mushrooms.", NOTES)  # one of two read: kept (and flagged)
     assert not mostly_invented("7.", NOTES) and not mostly_invented("", NOTES)  # nothing to call invented
+    assert not mostly_invented("Yes.", NOTES, "Is the pasta for everyone?")  # a verdict, whether right or wrong
+    assert not mostly_invented("No, it is false.", NOTES) and mostly_invented("Yes, fettini.", NOTES)
 
 
 def test_the_nearest_note_is_the_one_sharing_most_with_the_question_rare_words_first():
