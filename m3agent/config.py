@@ -195,8 +195,8 @@ class ControlConfig:
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    """Who decides whether an answer is right. ``offline`` (normalized containment or token F1, no model:
-    for CI, and not the paper's judge) or ``chat``: M3-Agent's yes/no question "can the ground truth be
+    """Who decides whether an answer is right. ``offline`` (normalized containment, or token F1 with no number or
+    half of the ground truth swapped; no model: for CI, and not the paper's judge) or ``chat``: M3-Agent's yes/no question "can the ground truth be
     inferred from the answer?" put to ``chat`` at temperature 0 (the paper used GPT-4o)."""
 
     backend: str = "offline"

@@ -3,9 +3,10 @@
 ``chat`` is M3-Agent's judge: a chat model is asked at temperature 0 whether the ground truth can be
 inferred from the answer, and must reply yes or no. A reply that is neither is asked again, then recorded
 as unparseable (``correct`` None): never counted as right. ``offline`` needs no model: normalized
-containment of the ground truth in the answer, or token F1 at or above a bar with every number of the ground
-truth given. It is for CI and quick checks, and its label says it is not the paper's judge. Multiple-choice questions need no judge at all:
-:func:`score_choice` compares the letter chosen with the annotated one.
+containment of the ground truth in the answer, or token F1 at or above a bar with every number and ordinal of
+the ground truth given and not half of its words swapped for others. It is for CI and quick checks, and its label
+says it is not the paper's judge. Multiple-choice questions need no judge at all: :func:`score_choice` compares the
+letter chosen with the annotated one.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ _FILLER = {"a", "an", "the", "in", "on", "at", "of", "to", "for", "with", "by", 
 # surveyor." (with the pronoun kept they would share half their words, enough for the F1 bar)
 _NUMBERS = {w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve "
                                             "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
+_ORDINALS = {w: i + 1 for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+                                             "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth "
+                                             "eighteenth nineteenth twentieth".split())}
+_ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
 
 
 def normalized_tokens(text: str) -> list[str]:
@@ -84,26 +89,51 @@ def contains(answer: str, reference: str) -> bool:
     return bool(r) and any(a[i:i + len(r)] == r for i in range(len(a) - len(r) + 1))
 
 
+def _numeral(token: str) -> str | None:
+    """A normalized token as a number ("7") or an ordinal ("3rd", from "third" or "3rd"); None for a word."""
+    if token.isdigit():
+        return token
+    match = _ORDINAL.fullmatch(token)
+    number = int(match.group(1)) if match else _ORDINALS.get(token)
+    if number is None:
+        return None
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
 def numbers_missing(answer: str, reference: str) -> list[str]:
-    """The numbers of the reference (digits or number words) that the answer does not give."""
-    given = set(normalized_tokens(answer))
-    return [t for t in normalized_tokens(reference) if t.isdigit() and t not in given]
+    """The numbers and ordinals of the reference (digits or words) that the answer does not give."""
+    given = {_numeral(t) for t in normalized_tokens(answer)}
+    return [n for t in normalized_tokens(reference) if (n := _numeral(t)) is not None and n not in given]
+
+
+def words_swapped(answer: str, reference: str) -> tuple[list[str], list[str]]:
+    """The reference's words an answer leaves out and the words it gives in their place, when it gives at most half
+    the reference and adds words of its own ("A green umbrella." for "A red umbrella."); two empty lists otherwise.
+    Token F1 alone takes such an answer: one word of two shared is F1 0.5."""
+    given, wanted = normalized_tokens(answer), list(dict.fromkeys(normalized_tokens(reference)))
+    left_out = [t for t in wanted if t not in given]
+    added = list(dict.fromkeys(t for t in given if t not in wanted))
+    return (left_out, added) if added and 2 * len(left_out) >= len(wanted) else ([], [])
 
 
 def offline_match(answer: str, reference: str, f1: float = 0.5) -> tuple[bool, str]:
     """Whether ``answer`` gives ``reference`` (the offline judge's rule: containment, or token F1 of at least
-    ``f1`` with every number of the reference given), and why."""
+    ``f1`` with every number and ordinal of the reference given and no half of it swapped for other words), and
+    why."""
     score = answer_f1(answer, reference)
-    missing = numbers_missing(answer, reference)
     if contains(answer, reference):
         return True, "the answer contains the ground truth"
-    if missing:  # "Seven kilometers" shares half its words with "Ten kilometers" and is still wrong
+    if missing := numbers_missing(answer, reference):  # "Seven kilometers" shares half of "Ten kilometers"
         return False, f"the answer lacks the number {missing[0]} (token F1 {score:.2f})"
+    left_out, added = words_swapped(answer, reference)
+    if left_out:  # "At a construction firm." shares half of "At a lighting firm." and names another firm
+        return False, f"the answer gives {added[0]!r} where the ground truth says {left_out[0]!r} (token F1 {score:.2f})"
     return score >= f1, f"token F1 {score:.2f} (bar {f1:g})"
 
 
 class OfflineJudge(Judge):
-    label = "offline (containment or token F1; not the paper's judge)"
+    label = "offline (containment, or token F1 with no number or half swapped; not the paper's judge)"
 
     def __init__(self, config=None, f1: float | None = None):
         self.f1 = f1 if f1 is not None else (config.f1 if config is not None else 0.5)

@@ -12,6 +12,7 @@ from m3agent.eval.judge import (
     extract_choice,
     parse_yes_no,
     score_choice,
+    words_swapped,
 )
 from m3agent.models.llm.base import ChatError
 from m3agent.models.llm.scripted import ScriptedChat
@@ -98,6 +99,27 @@ def test_a_shared_pronoun_does_not_make_a_wrong_job_right():
     verdicts = OfflineJudge(f1=0.5).judge_many([(job, "He is a surveyor."), (job, "She is a cashier."),
                                                 (job, "Nurse at the city hospital."), (job, "A nurse.")])
     assert [v.correct for v in verdicts] == [False, False, True, True]
+
+
+def test_an_answer_that_swaps_half_the_reference_for_other_words_is_wrong():
+    firm = BenchItem("q4", "v", "Where does Ana work?", "At a lighting firm.")
+    shelf = BenchItem("q5", "v", "Where is the box?", "On the third layer of the bookshelf.")
+    verdicts = OfflineJudge(f1=0.5).judge_many([(firm, "At a construction firm."), (firm, "A lighting firm in Oslo."),
+                                                (shelf, "On the second layer of the bookshelf."),
+                                                (shelf, "3rd layer of the bookshelf."), (ITEM, "A green bowl."),
+                                                (ITEM, "Blue bowl, on the table.")])
+    assert [v.correct for v in verdicts] == [False, True, False, True, False, True]
+    assert "'construction' where the ground truth says 'lighting'" in verdicts[0].reason
+    assert "lacks the number 3rd" in verdicts[2].reason
+
+
+def test_answers_that_give_most_of_the_reference_keep_their_token_f1_verdict():
+    fixes = BenchItem("q6", "v", "What does Tom do?", "He fixes the computers and the printers.")
+    drawer = BenchItem("q7", "v", "Where are the keys now?", "In the drawer by the door.")
+    verdicts = OfflineJudge(f1=0.5).judge_many([(fixes, "He fixes the computers."), (drawer, "In the drawer."),
+                                                (fixes, "He repairs laptops and printers.")])
+    assert [v.correct for v in verdicts] == [True, True, False]
+    assert words_swapped("He fixes the computers.", fixes.reference) == ([], [])
 
 
 def test_offline_normalization():
