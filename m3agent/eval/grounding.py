@@ -14,10 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from m3agent.eval.judge import normalized_tokens
+from m3agent.eval.judge import normalized_tokens, stem
 from m3agent.memory.lexical import STOPWORDS
 
-_ENDINGS = ("ing", "ed", "es", "s")  # "fixes", "fixed" and "fix" are one word here; a crude stem, kept crude
 #: words about what is known rather than facts: "I do not know." or "The notes do not say." invents nothing
 _ABOUT_KNOWING = frozenset({"know", "knew", "unknown", "sure", "unclear", "mention", "say", "said", "tell", "told",
                             "note", "memory", "answer", "information", "find", "found"})
@@ -25,31 +24,24 @@ _ABOUT_KNOWING = frozenset({"know", "knew", "unknown", "sure", "unclear", "menti
 _VERDICTS = frozenset({"yes", "yeah", "true", "false"})
 
 
-def _stem(word: str) -> str:
-    for ending in _ENDINGS:
-        if word.endswith(ending) and len(word) - len(ending) >= 3:
-            return word[: -len(ending)]
-    return word
-
-
 def unfound_words(answer: str, notes: Iterable[str], question: str = "") -> list[str]:
     """The words of ``answer`` (the judge's tokens: filler words dropped, number words as digits) found in none of
     ``notes`` and not in ``question``, each once, in the answer's order; numbers and function words ("not", "you")
     are never listed."""
-    known = {_stem(token) for text in (*notes, question) for token in normalized_tokens(text)}
-    return list(dict.fromkeys(token for token in _meaningful(normalized_tokens(answer)) if _stem(token) not in known))
+    known = {stem(token) for text in (*notes, question) for token in normalized_tokens(text)}
+    return list(dict.fromkeys(token for token in _meaningful(normalized_tokens(answer)) if stem(token) not in known))
 
 
 def _meaningful(tokens: Iterable[str]) -> list[str]:
     """The tokens that could carry an invented fact: no number, no function word, no yes or no, no word about
     knowing."""
     return [t for t in tokens
-            if not t.isdigit() and t not in STOPWORDS and t not in _VERDICTS and _stem(t) not in _ABOUT_KNOWING]
+            if not t.isdigit() and t not in STOPWORDS and t not in _VERDICTS and stem(t) not in _ABOUT_KNOWING]
 
 
 def _content(text: str) -> list[str]:
     """The words of ``text`` that carry its meaning (:func:`_meaningful`), stemmed, each once."""
-    return list(dict.fromkeys(_stem(t) for t in _meaningful(normalized_tokens(text))))
+    return list(dict.fromkeys(stem(t) for t in _meaningful(normalized_tokens(text))))
 
 
 def mostly_invented(answer: str, notes: Iterable[str], question: str = "") -> bool:

@@ -67,6 +67,7 @@ _NUMBERS = {w: str(i) for i, w in enumerate("zero one two three four five six se
 _ORDINALS = {w: i + 1 for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
                                              "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth "
                                              "eighteenth nineteenth twentieth".split())}
+_ENDINGS = ("ing", "ed", "es", "s")
 _ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
 
 
@@ -107,13 +108,26 @@ def numbers_missing(answer: str, reference: str) -> list[str]:
     return [n for t in normalized_tokens(reference) if (n := _numeral(t)) is not None and n not in given]
 
 
+def stem(word: str) -> str:
+    """A normalized token without its ending: "fixes", "fixed" and "fix" are one word here (crude, kept crude)."""
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
+
 def words_swapped(answer: str, reference: str) -> tuple[list[str], list[str]]:
     """The reference's words an answer leaves out and the words it gives in their place, when it gives at most half
-    the reference and adds words of its own ("A green umbrella." for "A red umbrella."); two empty lists otherwise.
-    Token F1 alone takes such an answer: one word of two shared is F1 0.5."""
-    given, wanted = normalized_tokens(answer), list(dict.fromkeys(normalized_tokens(reference)))
-    left_out = [t for t in wanted if t not in given]
-    added = list(dict.fromkeys(t for t in given if t not in wanted))
+    the reference and adds words of its own ("A green umbrella." for "A red umbrella."; "Red umbrellas." for "A red
+    umbrella." is no swap); two empty lists otherwise. Token F1 alone takes such an answer: one word of two shared
+    is F1 0.5."""
+    def forms(word: str) -> set[str]:  # "times" is "time" and "fixes" is "fix"
+        return {stem(word), word[:-1] if word.endswith("s") else word}
+
+    given, wanted = (list(dict.fromkeys(normalized_tokens(text))) for text in (answer, reference))
+    given_forms, wanted_forms = (set().union(*map(forms, words)) for words in (given, wanted))
+    left_out = [word for word in wanted if not forms(word) & given_forms]
+    added = [word for word in given if not forms(word) & wanted_forms]
     return (left_out, added) if added and 2 * len(left_out) >= len(wanted) else ([], [])
 
 

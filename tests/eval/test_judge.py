@@ -120,6 +120,8 @@ def test_answers_that_give_most_of_the_reference_keep_their_token_f1_verdict():
                                                 (fixes, "He repairs laptops and printers.")])
     assert [v.correct for v in verdicts] == [True, True, False]
     assert words_swapped("He fixes the computers.", fixes.reference) == ([], [])
+    assert words_swapped("Red umbrellas.", "A red umbrella.") == ([], [])
+    assert words_swapped("Three bottles.", "3 times.") == (["times"], ["bottles"])
 
 
 def test_offline_normalization():
