@@ -6,12 +6,15 @@ for a line about pasta with mushrooms). The benchmark report counts both, so a c
 reads as fewer inventions or as better reading. Numbers never count as invented: a total is worked out, not read.
 
 An answer mostly invented is not given at all where ``control.quote_invented`` is on (:func:`quoted_answer`, a rule
-the control step applies after the model's last round): the note nearest the question is given in its place.
+the control step applies after the model's last round): the note nearest the question is given in its place. There,
+a word counts as read only from a note that bears on the question (:func:`bearing_notes`): "Blue bowl." for "What did
+Sarah buy at the market?", read from a line about car keys, is given no more than an invented answer.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 from m3agent.eval.judge import normalized_tokens, stem
@@ -63,15 +66,34 @@ def nearest_note(question: str, notes: Sequence[str]) -> str | None:
     return None if best is None or scores[best] == 0.0 else notes[best]
 
 
+#: a capitalised word: a name ("At 00:45 Dmitri says", "Mark is cooking"), or a sentence's first word, which
+#: :func:`bearing_notes` takes as a name too when it is no function word (more notes bear, fewer answers are quoted)
+_NAME = re.compile(r"\b[A-Z][a-z]+\b")
+
+
+def bearing_notes(question: str, notes: Sequence[str]) -> list[str]:
+    """The notes an answer to ``question`` can be read from: those sharing a word with it, and those sharing a
+    name with one of these (the second hop: "What is the job of the person who moved the hairdryer?" is answered
+    by a line about the job of the person the hairdryer's line names). A line about something else shares
+    neither, and an answer made of its words was read from the wrong line."""
+    asked = set(_content(question))
+    near = [note for note in notes if asked & set(_content(note))]
+    named = asked | {stem(name.lower()) for note in near for name in _NAME.findall(note)} - STOPWORDS
+    return [note for note in notes if named & set(_content(note))]
+
+
 def quoted_answer(question: str, lessons: Sequence[str], notes: Sequence[str], answer: str) -> str | None:
     """The note nearest the question, given instead of an answer mostly invented (:func:`mostly_invented` against
-    the notes and lessons shown); None keeps the model's answer. An
-    :data:`~m3agent.control.protocol.AnswerRule`, passed by the factory when ``control.quote_invented`` is on.
+    the lessons shown and the notes shown that bear on the question, :func:`bearing_notes`); None keeps the model's
+    answer. An :data:`~m3agent.control.protocol.AnswerRule`, passed by the factory when ``control.quote_invented``
+    is on.
 
     Why: a small model that misses its line writes what it knew before ("Fettuccine Alfredo." for a line about pasta
     with mushrooms), and such an answer is right almost never; the line that shares most with the question is
-    the one a reader would look at, and it says where the answer comes from."""
-    if not notes or not mostly_invented(answer, [*notes, *lessons], question):
+    the one a reader would look at, and it says where the answer comes from. An answer read from a line that
+    shares nothing with the question (a name the notes hold for another act, another person's belongings) is right
+    as seldom (docs/RESULTS.md, "An answer read from a line about something else")."""
+    if not notes or not mostly_invented(answer, [*bearing_notes(question, notes), *lessons], question):
         return None
     return nearest_note(question, notes)
 

@@ -3,6 +3,7 @@
 from m3agent.control.records import Answer, Round
 from m3agent.eval.grounding import (
     answer_unfound,
+    bearing_notes,
     mostly_invented,
     nearest_note,
     quoted_answer,
@@ -65,3 +66,28 @@ def test_a_quoted_note_replaces_only_an_answer_mostly_invented():
     assert quoted_answer(question, ['Asked "What will Peter cook?", the user corrected it: "risotto"'], NOTES,
                          "Risotto.") is None  # a lesson shown holds it
     assert quoted_answer(question, [], [], "Fettini.") is None  # nothing was shown to quote
+
+
+MARKET = ['Sarah is on screen from 00:13 to 00:25.',
+          'At 00:13 Sarah says: "Hi, I\'m Sarah. I\'m water red umbrella to the market."',  # as Whisper heard it
+          'At 01:31 David says: "The car keys are in the blue bowl on the kitchen table."']
+
+
+def test_an_answer_read_from_a_line_about_something_else_is_quoted():
+    question = "What did Sarah buy at the market?"
+    assert bearing_notes(question, MARKET) == MARKET[:2]  # the car keys' line shares no word with the question
+    assert unfound_words("Blue bowl.", MARKET, question) == []  # not invented: read, from the wrong line
+    assert quoted_answer(question, [], MARKET, "Blue bowl.") == MARKET[1]
+    assert quoted_answer(question, [], MARKET, "A red umbrella.") is None
+    assert quoted_answer(question, [], MARKET, "A blue umbrella.") is None  # one word of two read right: kept
+
+
+def test_a_line_naming_whom_a_bearing_line_names_bears_too():
+    notes = ['At 00:45 Dmitri says: "I just placed my hairdryer in the filing cabinet."',
+             'At 01:10 Dmitri says: "I work as a cashier at the station."',
+             'At 01:30 Wanda says: "I am a surveyor."']
+    question = "What is the job of the person who moved the hairdryer?"
+    assert bearing_notes(question, notes) == notes[:2]  # the second hop: Dmitri's other line
+    assert quoted_answer(question, [], notes, "He is a cashier.") is None
+    assert quoted_answer(question, [], notes, "A surveyor.") == notes[0]
+    assert bearing_notes("Where is the umbrella?", notes) == []
