@@ -3,7 +3,7 @@
 ``chat`` is M3-Agent's judge: a chat model is asked at temperature 0 whether the ground truth can be
 inferred from the answer, and must reply yes or no. A reply that is neither is asked again, then recorded
 as unparseable (``correct`` None): never counted as right. ``offline`` needs no model: normalized
-containment of the ground truth in the answer, or token F1 at or above a bar with every number and ordinal of
+containment of the ground truth in the answer (not as one item of a short list of candidates), or token F1 at or above a bar with every number and ordinal of
 the ground truth given and not half of its words swapped for others. It is for CI and quick checks, and its label
 says it is not the paper's judge. Multiple-choice questions need no judge at all: :func:`score_choice` compares the
 letter chosen with the annotated one.
@@ -131,12 +131,34 @@ def words_swapped(answer: str, reference: str) -> tuple[list[str], list[str]]:
     return (left_out, added) if added and 2 * len(left_out) >= len(wanted) else ([], [])
 
 
+#: what joins the items of a list: "Bonnie and Jessica", "tea, coffee or juice", "red/white"
+_COORDINATOR = re.compile(r"\s*(?:[,;&/]|\band\b|\bor\b)\s*", re.IGNORECASE)
+_JOINED = re.compile(r"[&/]|\band\b|\bor\b", re.IGNORECASE)
+
+
+def listed_with(answer: str, reference: str) -> list[str]:
+    """The other items of a short list in which ``answer`` names ``reference`` ("Jessica" for "Bonnie and Jessica."
+    where the ground truth is "Bonnie."): naming several candidates where one is asked is a hedge, which containment
+    alone takes, and a reward that took it would teach listing. Only where the reference is one or two words and no
+    list itself, the answer joins its items with "and", "or", "&" or "/", and no item is longer than the
+    reference ("Pasta with mushrooms and garlic." for "Pasta." adds a detail, not a candidate); [] otherwise."""
+    wanted = normalized_tokens(reference)
+    if not 0 < len(wanted) <= 2 or _COORDINATOR.search(reference.strip(" .!?")) or not _JOINED.search(answer):
+        return []
+    items = [tokens for part in _COORDINATOR.split(answer) if (tokens := normalized_tokens(part))]
+    if len(items) < 2 or wanted not in items or any(len(tokens) > len(wanted) for tokens in items):
+        return []
+    return [" ".join(tokens) for tokens in items if tokens != wanted]
+
+
 def offline_match(answer: str, reference: str, f1: float = 0.5) -> tuple[bool, str]:
     """Whether ``answer`` gives ``reference`` (the offline judge's rule: containment, or token F1 of at least
     ``f1`` with every number and ordinal of the reference given and no half of it swapped for other words), and
     why."""
     score = answer_f1(answer, reference)
     if contains(answer, reference):
+        if others := listed_with(answer, reference):  # "Bonnie and Jessica" for "Bonnie": a hedge
+            return False, f"the answer names {others[0]!r} beside the ground truth (a list of candidates)"
         return True, "the answer contains the ground truth"
     if missing := numbers_missing(answer, reference):  # "Seven kilometers" shares half of "Ten kilometers"
         return False, f"the answer lacks the number {missing[0]} (token F1 {score:.2f})"
@@ -147,7 +169,7 @@ def offline_match(answer: str, reference: str, f1: float = 0.5) -> tuple[bool, s
 
 
 class OfflineJudge(Judge):
-    label = "offline (containment, or token F1 with no number or half swapped; not the paper's judge)"
+    label = "offline (containment but no list, or token F1 with no number or half swapped; not the paper's judge)"
 
     def __init__(self, config=None, f1: float | None = None):
         self.f1 = f1 if f1 is not None else (config.f1 if config is not None else 0.5)

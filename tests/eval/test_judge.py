@@ -10,6 +10,7 @@ from m3agent.eval.judge import (
     answer_f1,
     contains,
     extract_choice,
+    offline_match,
     parse_yes_no,
     score_choice,
     words_swapped,
@@ -122,6 +123,19 @@ def test_answers_that_give_most_of_the_reference_keep_their_token_f1_verdict():
     assert words_swapped("He fixes the computers.", fixes.reference) == ([], [])
     assert words_swapped("Red umbrellas.", "A red umbrella.") == ([], [])
     assert words_swapped("Three bottles.", "3 times.") == (["times"], ["bottles"])
+
+
+def test_a_list_of_candidates_holding_the_ground_truth_is_a_hedge():
+    for answer, reference in [("Bonnie and Jessica.", "Bonnie."), ("Tea, coffee or juice.", "Coffee."),
+                              ("3 or 4.", "3."), ("Orange juice and beer.", "Orange juice.")]:
+        correct, reason = offline_match(answer, reference)
+        assert not correct and "beside the ground truth" in reason
+    for answer, reference in [("Salt and pepper.", "Salt and pepper."),  # the ground truth is the list
+                              ("Pasta with mushrooms and garlic.", "Pasta."),  # a detail, not a candidate
+                              ("In the garage, next to the car and the bike.", "In the garage."),
+                              ("Yes, she does.", "Yes."),  # no "and" or "or": no list
+                              ('At 01:00 Fiona says: "Take a break and revise."', "Fiona.")]:  # a quoted note
+        assert offline_match(answer, reference)[0], (answer, reference)
 
 
 def test_offline_normalization():
