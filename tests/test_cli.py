@@ -203,7 +203,7 @@ def test_ask_inputs_that_would_make_the_model_invent_an_answer(db, capsys, tmp_p
     assert "memory holds no clip of video 'empty' yet" in err
     code, out, _ = run(capsys, *options, "ask", db, "Who cooks?", "--video", "kitchen", "--before-clip", str(10**30))
     assert code == 0 and out.startswith("an unnamed person cooks pasta in the kitchen")  # a note, not an invention
-    assert "round 1: answer; the model said 'invented', which the notes shown do not hold: the note nearest" in out
+    assert "round 1: answer; the model said 'invented', which no note shown about the question holds: the note nearest" in out
     code, out, _ = run(capsys, *options, "--set", "control.quote_invented=false", "ask", db, "Who cooks?",
                        "--video", "kitchen")
     assert code == 0 and out.startswith("invented")

@@ -47,7 +47,7 @@ class Round:
 #: what users read after "the model said '...'," for each rule that may give an answer in the model's place
 REPLACED_BECAUSE = {
     "correction": "which the user had corrected: the correction is given",
-    "quote": "which the notes shown do not hold: the note nearest the question is given",
+    "quote": "which no note shown about the question holds: the note nearest the question is given",
 }
 
 

@@ -20,8 +20,8 @@ def test_the_trace_says_when_a_correction_replaced_the_models_answer():
 def test_the_trace_says_when_a_note_was_quoted_for_an_invented_answer():
     answer = {"trace": [{"by": "model", "action": "answer", "content": "At 01:18 Peter says: <i>pasta</i>",
                          "replaced": "Fettini.", "replaced_by": "quote"}], "seconds": 1.0, "tokens": 9}
-    assert ("answer: At 01:18 Peter says: &lt;i&gt;pasta&lt;/i&gt; (the model said 'Fettini.', which the notes shown "
-            "do not hold: the note nearest the question is given)") in _trace_markdown(answer)
+    assert ("answer: At 01:18 Peter says: &lt;i&gt;pasta&lt;/i&gt; (the model said 'Fettini.', which no note shown "
+            "about the question holds: the note nearest the question is given)") in _trace_markdown(answer)
 
 
 def test_an_answer_with_words_no_note_holds_says_so():

@@ -220,7 +220,7 @@ def test_an_answer_mostly_invented_gives_the_note_nearest_the_question(kitchen):
     invented, _ = by_hand(step, Question("Who cooks pasta in the kitchen?"), ["Action: [Answer]\nContent: Gordon."])
     assert invented.answer.endswith("cooks pasta in the kitchen")  # the note, names as users read them
     assert invented.rounds[-1].replaced == "Gordon." and invented.rounds[-1].replaced_by == "quote"
-    assert "the model said 'Gordon.', which the notes shown do not hold" in invented.rounds[-1].replaced_note()
+    assert "the model said 'Gordon.', which no note shown about the question holds" in invented.rounds[-1].replaced_note()
     assert invented.to_dict()["rounds"][-1]["replaced_by"] == "quote"
     kept, _ = by_hand(step, Question("Who cooks pasta?"), ["Action: [Answer]\nContent: Gordon cooks pasta in the kitchen."])
     assert kept.answer == "Gordon cooks pasta in the kitchen." and not kept.rounds[-1].replaced  # mostly read
