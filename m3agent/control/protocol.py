@@ -149,7 +149,22 @@ class ControlStep:
             step = Round("search", question.text, by="seed")
             state.rounds.append(step)
             state.pending = self.search(state, step, question.text)
+            if self.config.follow_names:
+                self._follow_names(state)
         return state
+
+    def _follow_names(self, state: QuestionState) -> None:
+        """One more seed search, for the first person the seed's nearest note names that the question only
+        describes (:func:`~m3agent.eval.grounding.bridge_names`): the person's name with the question, which
+        finds their other lines (clips already shown are never shown again)."""
+        from m3agent.eval.grounding import bridge_names
+
+        notes = [state.shown(line) for lines in state.notes.values() for line in lines]
+        for name in bridge_names(state.question.text, notes)[:1]:
+            query = f"{name} {state.question.text}"
+            step = Round("search", query, by="seed")
+            state.rounds.append(step)
+            state.pending += "\n" + self.search(state, step, query)
 
     def video_of(self, question: Question) -> int:
         """The id of the video ``question`` asks about; :class:`MemoryStoreError` when memory lacks it,

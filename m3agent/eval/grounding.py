@@ -82,6 +82,25 @@ def bearing_notes(question: str, notes: Sequence[str]) -> list[str]:
     return [note for note in notes if named & set(_content(note))]
 
 
+#: a capitalised word inside a sentence, not its first: "At 00:45 Dmitri says", "the name is Mark"
+_INNER_NAME = re.compile(r"(?<=[^\s.!?:\"(]\s)[A-Z][a-z]+\b")
+
+
+def bridge_names(question: str, notes: Sequence[str]) -> list[str]:
+    """The names the note nearest ``question`` holds and the question does not, in the note's order: whom a
+    question that only describes a person ("What is the job of the person who moved the hairdryer?") is about,
+    once the line about the hairdryer is found. A name is a word some note writes capitalised inside a sentence,
+    so a sentence's first word ("Tonight I will cook") is none unless it is one elsewhere. None for a question
+    that names someone itself ("Which city does Sarah's sister live in?"): it is searched by that name."""
+    note = nearest_note(question, notes)
+    if note is None or _INNER_NAME.search(question):
+        return []
+    names = {word for text in notes for word in _INNER_NAME.findall(text)}
+    asked = {stem(token) for token in normalized_tokens(question)}
+    found = [word for word in _NAME.findall(note) if word in names and stem(word.lower()) not in asked]
+    return [word for word in dict.fromkeys(found) if word.lower() not in STOPWORDS]
+
+
 def quoted_answer(question: str, lessons: Sequence[str], notes: Sequence[str], answer: str) -> str | None:
     """The note nearest the question, given instead of an answer mostly invented (:func:`mostly_invented` against
     the lessons shown and the notes shown that bear on the question, :func:`bearing_notes`); None keeps the model's

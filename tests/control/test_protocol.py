@@ -224,3 +224,18 @@ def test_an_answer_mostly_invented_gives_the_note_nearest_the_question(kitchen):
     assert invented.to_dict()["rounds"][-1]["replaced_by"] == "quote"
     kept, _ = by_hand(step, Question("Who cooks pasta?"), ["Action: [Answer]\nContent: Gordon cooks pasta in the kitchen."])
     assert kept.answer == "Gordon cooks pasta in the kitchen." and not kept.rounds[-1].replaced  # mostly read
+
+
+@pytest.mark.parametrize("follow", [True, False])
+def test_the_person_the_seed_search_names_for_a_question_that_only_describes_them_is_searched_too(kitchen, follow):
+    question = Question("What else does the person who opens the fridge do?")
+    state = ControlStep(kitchen, ControlConfig(follow_names=follow)).start(question)
+    assert state.rounds[0].content == question.text
+    assert [r.by for r in state.rounds] == ["seed"] * (1 + follow)
+    if follow:
+        assert state.rounds[1].content == f"Alice {question.text}"  # the fridge's line names Alice
+        assert state.pending.count(KNOWLEDGE_PREFIX) == 2  # both searches' results, in one message for round 1
+        clips = state.rounds[0].clips + state.rounds[1].clips
+        assert len(clips) == len(set(clips))  # no clip shown twice
+    named = ControlStep(kitchen, ControlConfig(follow_names=follow)).start(Question("What else does Alice do?"))
+    assert len(named.rounds) == 1  # a question that names its person is searched by that name alone

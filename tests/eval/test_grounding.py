@@ -4,6 +4,7 @@ from m3agent.control.records import Answer, Round
 from m3agent.eval.grounding import (
     answer_unfound,
     bearing_notes,
+    bridge_names,
     mostly_invented,
     nearest_note,
     quoted_answer,
@@ -91,3 +92,12 @@ def test_a_line_naming_whom_a_bearing_line_names_bears_too():
     assert quoted_answer(question, [], notes, "He is a cashier.") is None
     assert quoted_answer(question, [], notes, "A surveyor.") == notes[0]
     assert bearing_notes("Where is the umbrella?", notes) == []
+
+
+def test_the_person_a_question_only_describes_is_named_by_the_note_nearest_it():
+    notes = ['At 00:45 Dmitri says: "I just placed my hairdryer in the filing cabinet."',
+             'At 01:30 Wanda says: "Tonight I will cook for Dmitri."']
+    assert bridge_names("What is the job of the person who moved the hairdryer?", notes) == ["Dmitri"]
+    assert bridge_names("What will Wanda cook tonight?", notes) == []  # the question names her itself
+    assert bridge_names("What will be cooked tonight?", notes) == ["Wanda", "Dmitri"]  # "Tonight" starts a sentence
+    assert bridge_names("Where is the umbrella?", notes) == []  # no note is near the question
