@@ -179,7 +179,8 @@ class ControlConfig:
     temperature: float = 0.0
     seed_search: bool = True  # search the question itself before round 1 (M3-Agent starts with no evidence)
     #: after the seed search, search once more for the person the note nearest the question names where the
-    #: question only describes them ("the person who moved the hairdryer"): the second hop's line is in another clip
+    #: question only describes them ("the person who moved the hairdryer"): the second hop's line is in another clip.
+    #: Off: the shipped adapter gains questions of two hops and loses others with it, and answers slower (RESULTS.md)
     follow_names: bool = False
     lessons: int = 3  # procedural lines (feedback learned earlier) shown with the question; 0: none
     #: show only lessons about the question asked (memory.search.lesson_threshold), not the nearest others: a

@@ -234,7 +234,8 @@ def run_context(request: M3BenchRequest, config: Config) -> dict[str, str]:
     threshold = search.threshold if search.threshold is not None else "the embedder's"
     return {"command": "m3agent " + shlex.join(words),
             "control model": chat_backend(chat.backend) + (f": {model}" if model else "") + adapter_label(chat),
-            "control": f"{config.control.max_rounds} rounds, question searched first: {config.control.seed_search}, "
+            "control": f"{config.control.max_rounds} rounds, question searched first: {config.control.seed_search}"
+                       + (" (and the person it describes)" if config.control.follow_names else "") + ", "
                        f"batches of {config.control.batch_size}; search top {search.top_k} clips, threshold {threshold}, "
                        f"{search.retrieval} ranking, {config.control.lessons} lessons shown"
                        + (" (only those about the question)" if config.control.lesson_gate else " (the nearest)"),
