@@ -145,9 +145,10 @@ def open_memory(path: str | os.PathLike[str], config: Config, *, embedder: TextE
 
 def build_controller(memory: MemoryGraph, config: Config, chat: ChatModel | None = None) -> Controller:
     from m3agent.control import Controller
+    from m3agent.eval.grounding import follow_up
 
     return Controller(memory, chat if chat is not None else build_chat(config.control.chat), config.control,
-                      rules=answer_rules(config.control))
+                      rules=answer_rules(config.control), follow=follow_up(config.control))
 
 
 def answer_rules(control: ControlConfig) -> dict:

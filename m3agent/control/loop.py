@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 
 from m3agent.config import ControlConfig
-from m3agent.control.protocol import AnswerRule, ControlStep, Memory, QuestionState
+from m3agent.control.protocol import AnswerRule, ControlStep, FollowUp, Memory, QuestionState
 from m3agent.control.records import Answer, Question
 from m3agent.control.text import drop_oldest_results
 from m3agent.models.llm.base import ChatError, ChatModel, ChatResponse, ContextOverflowError
@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 
 class Controller:
     def __init__(self, graph: Memory, chat: ChatModel, config: ControlConfig | None = None,
-                 rules: Mapping[str, AnswerRule] | None = None):
+                 rules: Mapping[str, AnswerRule] | None = None, follow: FollowUp | None = None):
         self.graph, self.chat, self.config = graph, chat, config or ControlConfig()
-        self.step = ControlStep(graph, self.config, rules)
+        self.step = ControlStep(graph, self.config, rules, follow)
 
     def answer(self, question: Question, *, raise_failure: bool = True) -> Answer:
         """One question, its video resolved once (by :meth:`ControlStep.start`). A question memory cannot

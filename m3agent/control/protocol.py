@@ -104,14 +104,20 @@ class QuestionState:
 #: the notes are the lines of every clip the searches returned, as the model read them
 AnswerRule = Callable[[str, Sequence[str], Sequence[str], str], "str | None"]
 
+#: ``(question, notes shown) -> names``: whom the question only describes, as the seed search's notes name them
+#: (:func:`m3agent.eval.grounding.bridge_names`); the first is searched with the question before round 1
+FollowUp = Callable[[str, Sequence[str]], Sequence[str]]
+
 
 class ControlStep:
     """``rules`` (name -> :data:`AnswerRule`, tried in order; the factory builds them from config) may give an answer
-    in the model's place; none is passed in training, where the model's own answer is what is rewarded."""
+    in the model's place; none is passed in training, where the model's own answer is what is rewarded. ``follow``
+    (:data:`FollowUp`, from :func:`m3agent.eval.grounding.follow_up` of the config) adds a second seed search."""
 
     def __init__(self, memory: Memory, config: ControlConfig | None = None,
-                 rules: Mapping[str, AnswerRule] | None = None):
+                 rules: Mapping[str, AnswerRule] | None = None, follow: FollowUp | None = None):
         self.memory, self.config, self.rules = memory, config or ControlConfig(), dict(rules or {})
+        self.follow = follow
 
     @property
     def rounds(self) -> int:
@@ -149,18 +155,16 @@ class ControlStep:
             step = Round("search", question.text, by="seed")
             state.rounds.append(step)
             state.pending = self.search(state, step, question.text)
-            if self.config.follow_names:
+            if self.follow is not None:
                 self._follow_names(state)
         return state
 
     def _follow_names(self, state: QuestionState) -> None:
-        """One more seed search, for the first person the seed's nearest note names that the question only
-        describes (:func:`~m3agent.eval.grounding.bridge_names`): the person's name with the question, which
-        finds their other lines (clips already shown are never shown again)."""
-        from m3agent.eval.grounding import bridge_names
-
+        """One more seed search, for the first person the seed's notes name that the question only describes
+        (``follow``): the person's name with the question, which finds their other lines (clips already shown are
+        never shown again)."""
         notes = [state.shown(line) for lines in state.notes.values() for line in lines]
-        for name in bridge_names(state.question.text, notes)[:1]:
+        for name in list(self.follow(state.question.text, notes))[:1]:
             query = f"{name} {state.question.text}"
             step = Round("search", query, by="seed")
             state.rounds.append(step)

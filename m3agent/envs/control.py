@@ -26,6 +26,7 @@ from m3agent.config import ControlConfig, TrainConfig
 from m3agent.control.protocol import ControlStep, Memory, QuestionState
 from m3agent.control.records import Answer, Question, Round
 from m3agent.envs.base import Env, EnvError, StepResult
+from m3agent.eval.grounding import follow_up
 from m3agent.eval.rewards import Episode, Reward, Rewarder
 from m3agent.memory.search import check_before_clip
 from m3agent.models.llm.base import ChatResponse
@@ -42,7 +43,7 @@ class ControlEnv(Env):
 
     def __init__(self, memory: Memory, rewarder: Rewarder | None = None, control: ControlConfig | None = None):
         # no hold on the answer (m3agent.eval.corrections): the model's own answer is what is rewarded
-        self.control = ControlStep(memory, control)
+        self.control = ControlStep(memory, control, follow=follow_up(control or ControlConfig()))
         self.rewarder = rewarder
         self.state: QuestionState | None = None
         self.round = 0  # the model round being asked (1..H)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from m3agent.eval.judge import normalized_tokens, stem
 from m3agent.memory.lexical import STOPWORDS
@@ -99,6 +99,13 @@ def bridge_names(question: str, notes: Sequence[str]) -> list[str]:
     asked = {stem(token) for token in normalized_tokens(question)}
     found = [word for word in _NAME.findall(note) if word in names and stem(word.lower()) not in asked]
     return [word for word in dict.fromkeys(found) if word.lower() not in STOPWORDS]
+
+
+def follow_up(control) -> Callable[[str, Sequence[str]], list[str]] | None:
+    """What the control step searches after the seed search, from ``control`` (a ``ControlConfig``):
+    :func:`bridge_names` where ``follow_names`` is on, else nothing. The one place that reads the setting, for the
+    controller and the training environment alike."""
+    return bridge_names if control.follow_names else None
 
 
 def quoted_answer(question: str, lessons: Sequence[str], notes: Sequence[str], answer: str) -> str | None:

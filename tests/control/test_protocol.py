@@ -18,7 +18,7 @@ from m3agent.control import (
 )
 from m3agent.control.text import MAX_QUERY_CHARS
 from m3agent.eval.corrections import held_answer
-from m3agent.eval.grounding import quoted_answer
+from m3agent.eval.grounding import follow_up, quoted_answer
 from m3agent.models.llm.base import ChatResponse
 from m3agent.models.llm.scripted import ScriptedChat
 
@@ -229,7 +229,8 @@ def test_an_answer_mostly_invented_gives_the_note_nearest_the_question(kitchen):
 @pytest.mark.parametrize("follow", [True, False])
 def test_the_person_the_seed_search_names_for_a_question_that_only_describes_them_is_searched_too(kitchen, follow):
     question = Question("What else does the person who opens the fridge do?")
-    state = ControlStep(kitchen, ControlConfig(follow_names=follow)).start(question)
+    config = ControlConfig(follow_names=follow)
+    state = ControlStep(kitchen, config, follow=follow_up(config)).start(question)
     assert state.rounds[0].content == question.text
     assert [r.by for r in state.rounds] == ["seed"] * (1 + follow)
     if follow:
@@ -237,5 +238,5 @@ def test_the_person_the_seed_search_names_for_a_question_that_only_describes_the
         assert state.pending.count(KNOWLEDGE_PREFIX) == 2  # both searches' results, in one message for round 1
         clips = state.rounds[0].clips + state.rounds[1].clips
         assert len(clips) == len(set(clips))  # no clip shown twice
-    named = ControlStep(kitchen, ControlConfig(follow_names=follow)).start(Question("What else does Alice do?"))
+    named = ControlStep(kitchen, config, follow=follow_up(config)).start(Question("What else does Alice do?"))
     assert len(named.rounds) == 1  # a question that names its person is searched by that name alone

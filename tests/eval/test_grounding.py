@@ -101,3 +101,19 @@ def test_the_person_a_question_only_describes_is_named_by_the_note_nearest_it():
     assert bridge_names("What will Wanda cook tonight?", notes) == []  # the question names her itself
     assert bridge_names("What will be cooked tonight?", notes) == ["Wanda", "Dmitri"]  # "Tonight" starts a sentence
     assert bridge_names("Where is the umbrella?", notes) == []  # no note is near the question
+
+
+def test_the_follow_up_search_is_read_from_the_config_in_one_place_for_use_and_training():
+    from m3agent.config import Config, ControlConfig
+    from m3agent.envs.control import ControlEnv
+    from m3agent.eval.grounding import follow_up
+    from m3agent.factory import build_controller
+    from m3agent.models.llm.scripted import ScriptedChat
+
+    assert follow_up(ControlConfig()) is None and follow_up(ControlConfig(follow_names=True)) is bridge_names
+    assert ControlEnv(None, control=ControlConfig(follow_names=True)).control.follow is bridge_names
+    config = Config()
+    on = Config(control=ControlConfig(follow_names=True))
+    chat = ScriptedChat([])
+    assert build_controller(None, config, chat).step.follow is None
+    assert build_controller(None, on, chat).step.follow is bridge_names
