@@ -163,9 +163,9 @@ class ControlStep:
         """One more seed search, for the first person the seed's notes name that the question only describes
         (``follow``): the person's name with the question, which finds their other lines (clips already shown are
         never shown again)."""
-        notes = [state.shown(line) for lines in state.notes.values() for line in lines]
-        for name in list(self.follow(state.question.text, notes))[:1]:
-            query = f"{name} {state.question.text}"
+        names = self.follow(state.question.text, self._notes_shown(state))
+        if names:
+            query = f"{names[0]} {state.question.text}"
             step = Round("search", query, by="seed")
             state.rounds.append(step)
             state.pending += "\n" + self.search(state, step, query)
@@ -213,13 +213,18 @@ class ControlStep:
         """The answer to give: the first rule's that gives one instead of ``content`` (recorded on ``step``)."""
         if not self.rules:
             return content
-        notes = [state.shown(line) for lines in state.notes.values() for line in lines]
+        notes = self._notes_shown(state)
         for name, rule in self.rules.items():
             given = rule(state.question.text, state.lessons, notes, content)
             if given is not None:
                 step.replaced, step.replaced_by, step.content = content, name, given
                 return given
         return content
+
+    @staticmethod
+    def _notes_shown(state: QuestionState) -> list[str]:
+        """Every line the searches so far returned, as the model read it."""
+        return [state.shown(line) for lines in state.notes.values() for line in lines]
 
     def search(self, state: QuestionState, step: Round, query: str) -> str:
         """Search memory for ``state``'s question (never showing a clip twice), record what came back

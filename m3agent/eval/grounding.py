@@ -76,10 +76,10 @@ def bearing_notes(question: str, notes: Sequence[str]) -> list[str]:
     name with one of these (the second hop: "What is the job of the person who moved the hairdryer?" is answered
     by a line about the job of the person the hairdryer's line names). A line about something else shares
     neither, and an answer made of its words was read from the wrong line."""
-    asked = set(_content(question))
-    near = [note for note in notes if asked & set(_content(note))]
+    asked, words = set(_content(question)), [set(_content(note)) for note in notes]
+    near = [note for note, held in zip(notes, words) if asked & held]
     named = asked | {stem(name.lower()) for note in near for name in _NAME.findall(note)} - STOPWORDS
-    return [note for note in notes if named & set(_content(note))]
+    return [note for note, held in zip(notes, words) if named & held]
 
 
 #: a capitalised word inside a sentence, not its first: "At 00:45 Dmitri says", "the name is Mark"
