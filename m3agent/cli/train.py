@@ -47,6 +47,8 @@ def cmd_train(args, config: Config) -> int:
                                 resample=args.resample))
     if not args.data:
         raise M3AgentError("train control needs --data: the train.parquet m3agent train-data wrote")
+    if args.warm_tasks < 0:
+        raise M3AgentError(f"--warm-tasks must be 0 (no warm start: GRPO only) or more (got {args.warm_tasks})")
     if args.resample < 0:
         raise M3AgentError(f"--resample must be 0 (off) or more (got {args.resample})")
     summary = train_control(config, args.data, args.out, plan, evidence=args.evidence, worked=args.worked,
@@ -96,7 +98,8 @@ def add_commands(sub) -> None:
                    help="control: answers the warm start gives with their working (worlds.worked.json)")
     p.add_argument("--queries", default=None,
                    help="control: what the warm start searches for a question's second hop (worlds.queries.json)")
-    p.add_argument("--warm-tasks", type=int, default=256, help="control: gold episodes of the warm start")
+    p.add_argument("--warm-tasks", type=int, default=256,
+                   help="control: gold episodes of the warm start (0: none, GRPO only)")
     p.add_argument("--lessons", type=float, default=0.3,
                    help="control: share of questions shown feedback lessons (others' corrections; 0: none)")
     p.add_argument("--corrections", type=float, default=OWN_SHARE,

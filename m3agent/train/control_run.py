@@ -151,6 +151,9 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     if (warm_dir / "adapter_config.json").exists():
         model = with_adapter(model, settings.lora, warm_dir)
         notice(f"warm start: kept from {warm_dir}")
+    elif settings.warm_tasks <= 0:  # RL only: GRPO goes on from the starting adapter (or a new one)
+        model = with_adapter(model, settings.lora, starting_adapter(settings.from_adapter))
+        notice("warm start: none (--warm-tasks 0), GRPO only")
     else:
         model = with_adapter(model, settings.lora, starting_adapter(settings.from_adapter))
         picked = random.Random(settings.grpo.seed).sample(tasks, min(settings.warm_tasks, len(tasks)))
@@ -207,7 +210,7 @@ def plot_curve(losses: list[float], steps: list[dict], path: Path) -> None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     left.plot(range(1, len(losses) + 1), losses, color="tab:gray")
-    left.set(title="warm start (gold episodes)", xlabel="step", ylabel="loss")
+    left.set(title="warm start (gold episodes)" if losses else "no warm start", xlabel="step", ylabel="loss")
     xs = [s["step"] for s in steps]
     right.plot(xs, [s["reward"] for s in steps], label="reward", color="tab:blue", alpha=0.35)
     right.plot(xs, [s["accuracy"] for s in steps], label="accuracy", color="tab:green", alpha=0.35)

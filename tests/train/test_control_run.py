@@ -20,6 +20,8 @@ def test_train_control_needs_the_train_data_rows(tmp_path, capsys):
     assert "needs --data" in capsys.readouterr().err
     assert main(["train", "control", "--out", str(tmp_path / "run"), "--data", "x", "--resample", "-1"]) == 2
     assert "--resample must be 0" in capsys.readouterr().err
+    assert main(["train", "control", "--out", str(tmp_path / "run"), "--data", "x", "--warm-tasks", "-1"]) == 2
+    assert "--warm-tasks must be 0" in capsys.readouterr().err
     rows = [{"prompt": [{"role": "user", "content": "x"}], "agent_name": "m3agent_memory_build",
              "reward_model": {"ground_truth": ""}, "extra_info": {"task": "{}"}}]
     write_parquet(rows, tmp_path / "train.parquet")
@@ -77,15 +79,24 @@ def test_the_running_mean_of_the_grpo_curve_averages_the_steps_so_far_up_to_its_
     assert running_mean([0.2, 0.4], window=5) == pytest.approx([0.2, 0.3])
 
 
-@pytest.mark.models
-def test_train_control_runs_end_to_end_from_the_command_line_with_shuffled_results(tmp_path, capsys):
-    worlds, data, run = tmp_path / "worlds", tmp_path / "data", tmp_path / "run"
+@pytest.fixture(scope="module")
+def two_worlds(tmp_path_factory):
+    """Two small worlds and their training rows, shared by the end-to-end runs."""
+    root = tmp_path_factory.mktemp("two_worlds")
+    worlds, data = root / "worlds", root / "data"
     assert main(["train", "worlds", "--out", str(worlds), "--count", "2", "--seed", "4"]) == 0
     assert main(["train-data", "--annotations", str(worlds / "worlds.json"), "--memories", str(worlds / "memories"),
                  "--out", str(data)]) == 0
+    return worlds, data
+
+
+@pytest.mark.models
+def test_train_control_runs_end_to_end_from_the_command_line_with_shuffled_results(two_worlds, tmp_path, capsys):
+    (worlds, data), run = two_worlds, tmp_path / "run"
     assert main(["train", "control", "--data", str(data / "train.parquet"), "--out", str(run),
                  "--evidence", str(worlds / "worlds.evidence.json"), "--worked", str(worlds / "worlds.worked.json"),
-                 "--queries", str(worlds / "worlds.queries.json"), "--warm-tasks", "2", "--steps", "1", "--prompts", "1", "--generations", "2", "--threads", "2",
+                 "--queries", str(worlds / "worlds.queries.json"), "--warm-tasks", "2", "--steps", "1", "--prompts", "1",
+                 "--generations", "2", "--threads", "2",
                  "--clip-order", "shuffled", "--resample", "1", "--from-adapter", "bundled",
                  "--lessons", "0.5", "--corrections", "0.6", "--checkpointing"]) == 0
     summary = json.loads((run / "summary.json").read_text())
@@ -96,4 +107,18 @@ def test_train_control_runs_end_to_end_from_the_command_line_with_shuffled_resul
     assert summary["corrected"]["corrected"] >= summary["corrected"]["hidden"] + summary["corrected"]["overruled"]
     assert summary["settings"]["grpo"]["resample"] == 1 and summary["steps"][0]["redrawn"] <= 1
     assert len(summary["warm_losses"]) == 1 and summary["tasks"] > summary["tasks_with_follow_ups"] > 0
+    assert (run / "adapter.gguf").stat().st_size > 1_000_000 and (run / "curve.png").exists()
+
+
+@pytest.mark.models
+def test_rl_alone_goes_on_from_the_shipped_adapter_with_the_follow_up_search(two_worlds, tmp_path):
+    """``--warm-tasks 0``: no warm start, GRPO straight from the shipped adapter (a user's RL on top of it), here with
+    ``control.follow_names`` on in the training environment."""
+    (worlds, data), run = two_worlds, tmp_path / "run"
+    assert main(["--set", "control.follow_names=true", "train", "control", "--data", str(data / "train.parquet"),
+                 "--out", str(run), "--evidence", str(worlds / "worlds.evidence.json"), "--warm-tasks", "0",
+                 "--steps", "1", "--prompts", "1", "--generations", "2", "--threads", "2",
+                 "--from-adapter", "bundled"]) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["warm_losses"] == [] and not (run / "warm").exists() and len(summary["steps"]) == 1
     assert (run / "adapter.gguf").stat().st_size > 1_000_000 and (run / "curve.png").exists()
