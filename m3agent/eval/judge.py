@@ -3,10 +3,10 @@
 ``chat`` is M3-Agent's judge: a chat model is asked at temperature 0 whether the ground truth can be
 inferred from the answer, and must reply yes or no. A reply that is neither is asked again, then recorded
 as unparseable (``correct`` None): never counted as right. ``offline`` needs no model: normalized
-containment of the ground truth in the answer (not as one item of a short list of candidates), or token F1 at or
-above a bar with every number and ordinal of the ground truth given and not half of its words swapped for others. It
-is for CI and quick checks, and its label says it is not the paper's judge. Multiple-choice questions need no judge at all: :func:`score_choice` compares the
-letter chosen with the annotated one.
+containment of the ground truth in the answer (not as one item of a short list of candidates), or token F1 at
+or above a bar with every number and ordinal of the ground truth given and not half of its words swapped for
+others. It is for CI and quick checks, and its label says it is not the paper's judge. Multiple-choice
+questions need no judge at all: :func:`score_choice` compares the letter chosen with the annotated one.
 """
 
 from __future__ import annotations
