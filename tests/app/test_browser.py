@@ -132,9 +132,18 @@ def test_the_sample_episode_browses_by_character_and_jumps_to_a_clip(page, shots
     names = page.locator(".card-title").all_inner_texts()
     assert len(names) >= 3 and sum(bool(re.search(r"[A-Z][a-z]+ \(character_\d+\)", n)) for n in names) >= 3, names
     page.screenshot(path=str(shots / "characters.png"), full_page=True)
-    open_tab(page, "Timeline")
-    page.wait_for_function("document.querySelectorAll('.timeline-clip').length >= 3", timeout=60_000)
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    # on a cold machine the view may still be busy with the memory just finished: a person whose timeline stays
+    # empty opens the tab again (once seen in CI: no clips within 60 s, then fine on every later run)
+    for _ in range(3):
+        open_tab(page, "Timeline")
+        try:
+            page.wait_for_function("document.querySelectorAll('.timeline-clip').length >= 3", timeout=60_000)
+            break
+        except PlaywrightTimeout:
+            open_tab(page, "Characters")
+    assert page.locator(".timeline-clip").count() >= 3
 
     # the memory's own view may still be arriving (it loads the player at 0:00): a click it overtakes is clicked
     # again, as a person would; the jump must land within a few tries
