@@ -151,32 +151,32 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     if (warm_dir / "adapter_config.json").exists():
         model = with_adapter(model, settings.lora, warm_dir)
         notice(f"warm start: kept from {warm_dir}")
-    elif settings.warm_tasks <= 0:  # RL only: GRPO goes on from the starting adapter (or a new one)
-        model = with_adapter(model, settings.lora, starting_adapter(settings.from_adapter))
-        notice("warm start: none (--warm-tasks 0), GRPO only")
     else:
         model = with_adapter(model, settings.lora, starting_adapter(settings.from_adapter))
-        picked = random.Random(settings.grpo.seed).sample(tasks, min(settings.warm_tasks, len(tasks)))
-        gold = ControlRollouts(tokenizer, env_for).replay(picked, gold_reply)
-        notice(f"warm start: {len(gold)} gold episodes, {sum(bool(g.right) for g in gold)} judged right")
-        total = settings.warm_epochs * -(-len(gold) // settings.warm_batch)
-        progress = warm_dir / "progress.pt"  # saved every few steps: a stopped run goes on from there
-        if progress.is_file():
-            notice(f"warm start: going on from {progress}")
-        warm_dir.mkdir(parents=True, exist_ok=True)
-        with tqdm(total=total, desc="warm start", unit="step") as bar:
-            def step(number: int, loss: float) -> None:
-                bar.update(number - bar.n)
-                bar.set_postfix(loss=f"{loss:.3f}")
+        if settings.warm_tasks <= 0:  # RL only: GRPO goes on from the starting adapter (or a new one)
+            notice("warm start: none (--warm-tasks 0), GRPO only")
+        else:
+            picked = random.Random(settings.grpo.seed).sample(tasks, min(settings.warm_tasks, len(tasks)))
+            gold = ControlRollouts(tokenizer, env_for).replay(picked, gold_reply)
+            notice(f"warm start: {len(gold)} gold episodes, {sum(bool(g.right) for g in gold)} judged right")
+            total = settings.warm_epochs * -(-len(gold) // settings.warm_batch)
+            progress = warm_dir / "progress.pt"  # saved every few steps: a stopped run goes on from there
+            if progress.is_file():
+                notice(f"warm start: going on from {progress}")
+            warm_dir.mkdir(parents=True, exist_ok=True)
+            with tqdm(total=total, desc="warm start", unit="step") as bar:
+                def step(number: int, loss: float) -> None:
+                    bar.update(number - bar.n)
+                    bar.set_postfix(loss=f"{loss:.3f}")
 
-            losses = warm_start(model, gold, pad=tokenizer.pad_token_id, epochs=settings.warm_epochs,
-                                learning_rate=settings.warm_learning_rate, batch_size=settings.warm_batch,
-                                checkpointing=settings.checkpointing, progress=progress,
-                                seed=settings.grpo.seed, on_step=step)
-        notice(f"warm start: loss {losses[0]:.3f} -> {losses[-1]:.3f} over {len(losses)} steps")
-        model.save_pretrained(str(warm_dir))
-        (warm_dir / "losses.json").write_text(json.dumps(losses))
-        progress.unlink(missing_ok=True)  # the adapter is saved: the run keeps it from here
+                losses = warm_start(model, gold, pad=tokenizer.pad_token_id, epochs=settings.warm_epochs,
+                                    learning_rate=settings.warm_learning_rate, batch_size=settings.warm_batch,
+                                    checkpointing=settings.checkpointing, progress=progress,
+                                    seed=settings.grpo.seed, on_step=step)
+            notice(f"warm start: loss {losses[0]:.3f} -> {losses[-1]:.3f} over {len(losses)} steps")
+            model.save_pretrained(str(warm_dir))
+            (warm_dir / "losses.json").write_text(json.dumps(losses))
+            progress.unlink(missing_ok=True)  # the adapter is saved: the run keeps it from here
     summary["warm_losses"] = json.loads((warm_dir / "losses.json").read_text()) if (warm_dir / "losses.json").exists() \
         else []
     train_grpo(model, tokenizer, tasks, env_for, out / "grpo", settings.grpo,
