@@ -113,18 +113,13 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
                   queries: str | Path | None = None, notice: Callable[[str], None] = print) -> dict[str, Any]:
     import dataclasses
 
-    from tqdm import tqdm
-
     from m3agent import factory
     from m3agent.models.bundled import bundled_chat_gguf
     from m3agent.train.adapter_gguf import write_gguf_adapter
     from m3agent.train.clip_order import shown_in_order
-    from m3agent.train.gold import gold_reply
     from m3agent.train.grpo import train_grpo
     from m3agent.train.lessons import add_lessons
     from m3agent.train.policy import load_base, with_adapter
-    from m3agent.train.rollouts import ControlRollouts
-    from m3agent.train.sft import warm_start
     from m3agent.train.tasks import MemoryShelf
 
     out = Path(out_dir)
@@ -156,27 +151,7 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
         if settings.warm_tasks <= 0:  # RL only: GRPO goes on from the starting adapter (or a new one)
             notice("warm start: none (--warm-tasks 0), GRPO only")
         else:
-            picked = random.Random(settings.grpo.seed).sample(tasks, min(settings.warm_tasks, len(tasks)))
-            gold = ControlRollouts(tokenizer, env_for).replay(picked, gold_reply)
-            notice(f"warm start: {len(gold)} gold episodes, {sum(bool(g.right) for g in gold)} judged right")
-            total = settings.warm_epochs * -(-len(gold) // settings.warm_batch)
-            progress = warm_dir / "progress.pt"  # saved every few steps: a stopped run goes on from there
-            if progress.is_file():
-                notice(f"warm start: going on from {progress}")
-            warm_dir.mkdir(parents=True, exist_ok=True)
-            with tqdm(total=total, desc="warm start", unit="step") as bar:
-                def step(number: int, loss: float) -> None:
-                    bar.update(number - bar.n)
-                    bar.set_postfix(loss=f"{loss:.3f}")
-
-                losses = warm_start(model, gold, pad=tokenizer.pad_token_id, epochs=settings.warm_epochs,
-                                    learning_rate=settings.warm_learning_rate, batch_size=settings.warm_batch,
-                                    checkpointing=settings.checkpointing, progress=progress,
-                                    seed=settings.grpo.seed, on_step=step)
-            notice(f"warm start: loss {losses[0]:.3f} -> {losses[-1]:.3f} over {len(losses)} steps")
-            model.save_pretrained(str(warm_dir))
-            (warm_dir / "losses.json").write_text(json.dumps(losses))
-            progress.unlink(missing_ok=True)  # the adapter is saved: the run keeps it from here
+            _warm_up(model, tokenizer, tasks, env_for, settings, warm_dir, notice)
     summary["warm_losses"] = json.loads((warm_dir / "losses.json").read_text()) if (warm_dir / "losses.json").exists() \
         else []
     train_grpo(model, tokenizer, tasks, env_for, out / "grpo", settings.grpo,
@@ -191,6 +166,39 @@ def train_control(config: Config, data: str | Path, out_dir: str | Path, setting
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     shelf.close()
     return summary
+
+
+def _warm_up(model, tokenizer, tasks: list[dict[str, Any]], env_for: Callable, settings: ControlTraining,
+             warm_dir: Path, notice: Callable[[str], None]) -> None:
+    """The supervised warm start on ``settings.warm_tasks`` gold episodes; the adapter and losses go to
+    ``warm_dir`` (a stopped warm start goes on from the state it saves there)."""
+    from tqdm import tqdm
+
+    from m3agent.train.gold import gold_reply
+    from m3agent.train.rollouts import ControlRollouts
+    from m3agent.train.sft import warm_start
+
+    picked = random.Random(settings.grpo.seed).sample(tasks, min(settings.warm_tasks, len(tasks)))
+    gold = ControlRollouts(tokenizer, env_for).replay(picked, gold_reply)
+    notice(f"warm start: {len(gold)} gold episodes, {sum(bool(g.right) for g in gold)} judged right")
+    total = settings.warm_epochs * -(-len(gold) // settings.warm_batch)
+    progress = warm_dir / "progress.pt"  # saved every few steps: a stopped run goes on from there
+    if progress.is_file():
+        notice(f"warm start: going on from {progress}")
+    warm_dir.mkdir(parents=True, exist_ok=True)
+    with tqdm(total=total, desc="warm start", unit="step") as bar:
+        def step(number: int, loss: float) -> None:
+            bar.update(number - bar.n)
+            bar.set_postfix(loss=f"{loss:.3f}")
+
+        losses = warm_start(model, gold, pad=tokenizer.pad_token_id, epochs=settings.warm_epochs,
+                            learning_rate=settings.warm_learning_rate, batch_size=settings.warm_batch,
+                            checkpointing=settings.checkpointing, progress=progress,
+                            seed=settings.grpo.seed, on_step=step)
+    notice(f"warm start: loss {losses[0]:.3f} -> {losses[-1]:.3f} over {len(losses)} steps")
+    model.save_pretrained(str(warm_dir))
+    (warm_dir / "losses.json").write_text(json.dumps(losses))
+    progress.unlink(missing_ok=True)  # the adapter is saved: the run keeps it from here
 
 
 SMOOTH = 5  # steps a GRPO curve's running mean covers: one step's dozen episodes are a noisy estimate
