@@ -210,21 +210,25 @@ def running_mean(values: list[float], window: int = SMOOTH) -> list[float]:
 
 
 def plot_curve(losses: list[float], steps: list[dict], path: Path) -> None:
-    """The warm start's loss and each GRPO step's reward and accuracy (with a running mean), side by side."""
+    """The warm start's loss and each GRPO step's reward and accuracy (with a running mean), side by side; a run
+    with no warm start gets the GRPO panel alone, not an empty loss axis."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
-    left.plot(range(1, len(losses) + 1), losses, color="tab:gray")
-    left.set(title="warm start (gold episodes)" if losses else "no warm start", xlabel="step", ylabel="loss")
+    fig, axes = plt.subplots(1, 2 if losses else 1, figsize=(10, 3.6) if losses else (5.5, 3.6), squeeze=False)
+    *warm, right = axes[0]
+    for left in warm:
+        left.plot(range(1, len(losses) + 1), losses, color="tab:gray")
+        left.set(title="warm start (gold episodes)", xlabel="step", ylabel="loss")
     xs = [s["step"] for s in steps]
     right.plot(xs, [s["reward"] for s in steps], label="reward", color="tab:blue", alpha=0.35)
     right.plot(xs, [s["accuracy"] for s in steps], label="accuracy", color="tab:green", alpha=0.35)
     right.plot(xs, running_mean([s["accuracy"] for s in steps]), label=f"accuracy, mean of {SMOOTH} steps",
                color="tab:green", linewidth=2.2)
-    right.set(title="GRPO (episodes of each step)", xlabel="step", ylim=(-0.05, 1.05))
+    title = "GRPO (episodes of each step)" if losses else "GRPO alone, no warm start (episodes of each step)"
+    right.set(title=title, xlabel="step", ylim=(-0.05, 1.05))
     right.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -74,6 +74,17 @@ def test_the_curve_is_drawn(tmp_path):
     assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_run_with_no_warm_start_draws_the_grpo_panel_alone(tmp_path):
+    steps = [{"step": 1, "reward": 0.5, "accuracy": 0.5}, {"step": 2, "reward": 0.75, "accuracy": 0.75}]
+    plot_curve([1.2, 0.8], steps, tmp_path / "both.png")
+    plot_curve([], steps, tmp_path / "alone.png")
+
+    def width(path):  # a PNG's IHDR chunk holds the width at bytes 16-20
+        return int.from_bytes(path.read_bytes()[16:20], "big")
+
+    assert width(tmp_path / "alone.png") < 0.6 * width(tmp_path / "both.png")
+
+
 def test_the_running_mean_of_the_grpo_curve_averages_the_steps_so_far_up_to_its_window():
     assert running_mean([0.0, 1.0, 0.5, 0.5], window=2) == [0.0, 0.5, 0.75, 0.5]
     assert running_mean([0.2, 0.4], window=5) == pytest.approx([0.2, 0.3])
