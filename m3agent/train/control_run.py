@@ -217,11 +217,12 @@ def plot_curve(losses: list[float], steps: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2 if losses else 1, figsize=(10, 3.6) if losses else (5.5, 3.6), squeeze=False)
-    *warm, right = axes[0]
-    for left in warm:
+    if losses:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
         left.plot(range(1, len(losses) + 1), losses, color="tab:gray")
         left.set(title="warm start (gold episodes)", xlabel="step", ylabel="loss")
+    else:
+        fig, right = plt.subplots(figsize=(5.5, 3.6))
     xs = [s["step"] for s in steps]
     right.plot(xs, [s["reward"] for s in steps], label="reward", color="tab:blue", alpha=0.35)
     right.plot(xs, [s["accuracy"] for s in steps], label="accuracy", color="tab:green", alpha=0.35)
